@@ -1,0 +1,27 @@
+# Decides whether the CUDA backend (tensor/cuda) is built. AUTO turns it on when nvcc and cuBLAS
+# are found, even on a machine without a GPU or driver: kernels compile, tests skip at run time.
+# Never links libcuda (absent without a driver): only the shared cudart and cuBLAS.
+set(ACTRAIN_HAVE_CUDA OFF)
+if(NOT ACTRAIN_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT CMAKE_CUDA_ARCHITECTURES)
+      # sm_80 and sm_90 machine code, plus compute_90 PTX for newer chips.
+      set(CMAKE_CUDA_ARCHITECTURES 80-real 90-real 90-virtual)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit)
+    if(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND TARGET CUDA::cudart)
+      set(ACTRAIN_HAVE_CUDA ON)
+    endif()
+  endif()
+  if(ACTRAIN_CUDA STREQUAL "ON" AND NOT ACTRAIN_HAVE_CUDA)
+    message(FATAL_ERROR "ACTRAIN_CUDA=ON but nvcc or cuBLAS was not found")
+  endif()
+endif()
+set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+message(STATUS "actrain CUDA backend: ${ACTRAIN_HAVE_CUDA} (ACTRAIN_CUDA=${ACTRAIN_CUDA})")

@@ -1,0 +1,60 @@
+#pragma once
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace actrain {
+
+/// A bad data file: the message names the file and what is wrong with it.
+class data_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A data set in host memory: x is rows x features (row-major); y has one target per row (a
+/// regression target, or a class index stored as a float when num_classes > 0).
+struct dataset {
+  std::int64_t rows = 0;
+  int features = 0;
+  int num_classes = 0;  ///< 0 for regression
+  std::vector<float> x;
+  std::vector<float> y;
+};
+
+/// The rows [begin, end) of d as a new data set.
+dataset slice_rows(const dataset& d, std::int64_t begin, std::int64_t end);
+
+/// Splits d into n disjoint, contiguous shards that cover every row; sizes differ by at most 1.
+/// Throws std::invalid_argument when n < 1 or n > rows.
+std::vector<dataset> split_shards(const dataset& d, int n);
+/// The row range [first, second) of shard i of n (the same split as split_shards).
+std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t rows, int n, int i);
+
+/// Walks a data set in mini-batches, reshuffling the row order each epoch with a seeded RNG
+/// (the same seed gives the same batches). The last batch of an epoch may be short; with
+/// drop_last it is skipped.
+class batch_iterator {
+ public:
+  batch_iterator(const dataset& d, int batch_size, std::uint64_t seed, bool shuffle = true,
+                 bool drop_last = false);
+  /// Copies the next batch into x (rows x features) and y; returns its row count, or 0 at the
+  /// end of the epoch (the next call starts a new epoch).
+  int next(std::vector<float>& x, std::vector<float>& y);
+  std::int64_t epoch() const { return epoch_; }
+  std::int64_t batches_per_epoch() const;
+
+ private:
+  void reshuffle();
+  const dataset* d_;
+  int batch_;
+  bool shuffle_;
+  bool drop_last_;
+  std::mt19937_64 rng_;
+  std::vector<std::int64_t> order_;
+  std::int64_t pos_ = 0;
+  std::int64_t epoch_ = 0;
+};
+
+}  // namespace actrain

@@ -1,0 +1,117 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace actrain {
+
+class backend;
+
+/// Summed loss over a batch and how many rows the model got right (classification only).
+struct loss_sum {
+  double loss = 0;
+  std::int64_t correct = 0;
+};
+
+/// Owns `n` floats in one backend's memory (host memory for the CPU backend, device memory for
+/// CUDA). Move-only; frees through its backend, which must outlive it.
+class buffer {
+ public:
+  buffer() = default;
+  buffer(backend* owner, float* p, std::size_t n) : owner_(owner), p_(p), n_(n) {}
+  buffer(buffer&& o) noexcept { swap(o); }
+  buffer& operator=(buffer&& o) noexcept {
+    buffer tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  buffer(const buffer&) = delete;
+  buffer& operator=(const buffer&) = delete;
+  ~buffer();
+
+  float* data() const { return p_; }
+  std::size_t size() const { return n_; }
+
+ private:
+  void swap(buffer& o) noexcept {
+    std::swap(owner_, o.owner_);
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+  }
+  backend* owner_ = nullptr;
+  float* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+/// The seam between the math and the hardware. Every pointer argument points into this
+/// backend's memory (see `is_host`) unless its name says `host`. Matrices are row-major and
+/// tightly packed. Models are written once against this interface; the CPU backend runs on BLAS
+/// and plain loops, the CUDA backend on cuBLAS and kernels (tensor/cuda/).
+/// Thread-safety: one backend object belongs to one thread (one worker) at a time.
+class backend {
+ public:
+  virtual ~backend() = default;
+
+  /// "cpu", or "cuda:N".
+  virtual std::string name() const = 0;
+  /// True when backend memory is ordinary host memory.
+  virtual bool is_host() const = 0;
+
+  buffer allocate(std::size_t n) { return buffer(this, raw_alloc(n), n); }
+  virtual float* raw_alloc(std::size_t n) = 0;
+  virtual void raw_free(float* p) = 0;
+
+  /// Host -> backend copy of n floats.
+  virtual void upload(float* dst, const float* src_host, std::size_t n) = 0;
+  /// Backend -> host copy; returns once the values are in `dst_host`.
+  virtual void download(float* dst_host, const float* src, std::size_t n) = 0;
+  /// Backend -> backend copy.
+  virtual void copy(float* dst, const float* src, std::size_t n) = 0;
+  /// Waits for all queued work (no-op on the CPU).
+  virtual void synchronize() {}
+
+  /// C = alpha * op(A) * op(B) + beta * C, with op(A) m x k and op(B) k x n.
+  /// A is stored m x k (k x m when trans_a); B is k x n (n x k when trans_b); C is m x n.
+  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                    const float* b, float beta, float* c) = 0;
+  /// y += alpha * x.
+  virtual void axpy(std::size_t n, float alpha, const float* x, float* y) = 0;
+  /// x *= alpha.
+  virtual void scale(std::size_t n, float alpha, float* x) = 0;
+  /// x[i] = value.
+  virtual void fill(std::size_t n, float value, float* x) = 0;
+  /// x[r, c] += v[c] for a rows x cols matrix x.
+  virtual void add_row_vector(int rows, int cols, const float* v, float* x) = 0;
+  /// out[c] = sum over r of x[r, c].
+  virtual void column_sums(int rows, int cols, const float* x, float* out) = 0;
+  /// y = max(x, 0); x and y may alias.
+  virtual void relu(std::size_t n, const float* x, float* y) = 0;
+  /// dx = dy where y > 0, else 0; y is the ReLU's output. dy and dx may alias.
+  virtual void relu_backward(std::size_t n, const float* y, const float* dy, float* dx) = 0;
+  /// Softmax cross-entropy over `rows` rows of `cols` logits; labels are class indices stored
+  /// as floats (exact below 2^24). Returns the summed loss and the count of rows whose argmax
+  /// equals the label. When dlogits is not null, writes (softmax - onehot) * grad_scale there
+  /// (dlogits may alias logits).
+  virtual loss_sum softmax_xent(int rows, int cols, const float* logits, const float* labels,
+                                float grad_scale, float* dlogits) = 0;
+  /// Squared error per row, (pred - target)^2, summed. When dpred is not null writes
+  /// 2 * (pred - target) * grad_scale there. `correct` is 0.
+  virtual loss_sum squared_error(int rows, const float* pred, const float* target,
+                                 float grad_scale, float* dpred) = 0;
+  /// Sum of x[i]^2, accumulated in double.
+  virtual double sum_squares(std::size_t n, const float* x) = 0;
+};
+
+inline buffer::~buffer() {
+  if (owner_ && p_) owner_->raw_free(p_);
+}
+
+/// The CPU backend: OpenBLAS (cblas) for gemm/axpy/scal, plain loops for the rest.
+/// BLAS threading is left as the process configured it (actrain sets 1 thread per worker).
+std::unique_ptr<backend> make_cpu_backend();
+
+/// Sets OpenBLAS's thread count for the whole process (OpenBLAS has one global pool).
+void set_blas_threads(int n);
+
+}  // namespace actrain
