@@ -1,0 +1,82 @@
+#include "tensor/tensor.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace actrain {
+
+std::int64_t shape_numel(const shape_t& s) {
+  std::int64_t n = 1;
+  for (auto d : s) {
+    if (d < 0) throw std::invalid_argument("shape " + shape_string(s) + ": negative dimension");
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_string(const shape_t& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+tensor::tensor(std::vector<float> values) {
+  shape_ = {static_cast<std::int64_t>(values.size())};
+  size_ = values.size();
+  buf_ = std::make_shared<const std::vector<float>>(std::move(values));
+}
+
+tensor::tensor(std::vector<float> values, shape_t s) {
+  auto n = shape_numel(s);
+  if (static_cast<std::size_t>(n) != values.size())
+    throw std::invalid_argument("tensor: shape " + shape_string(s) + " needs " +
+                                std::to_string(n) + " values, got " +
+                                std::to_string(values.size()));
+  shape_ = std::move(s);
+  size_ = values.size();
+  buf_ = std::make_shared<const std::vector<float>>(std::move(values));
+}
+
+tensor tensor::zeros(shape_t s) { return filled(std::move(s), 0.0f); }
+
+tensor tensor::filled(shape_t s, float value) {
+  auto n = shape_numel(s);
+  return tensor(std::vector<float>(static_cast<std::size_t>(n), value), std::move(s));
+}
+
+tensor tensor::slice(std::size_t offset, std::size_t count) const {
+  if (offset > size_ || count > size_ - offset)
+    throw std::out_of_range("tensor::slice: [" + std::to_string(offset) + ", " +
+                            std::to_string(offset) + "+" + std::to_string(count) +
+                            ") does not fit in " + std::to_string(size_) + " elements");
+  tensor t;
+  t.buf_ = buf_;
+  t.offset_ = offset_ + offset;
+  t.size_ = count;
+  t.shape_ = {static_cast<std::int64_t>(count)};
+  return t;
+}
+
+tensor tensor::reshape(shape_t s) const {
+  auto n = shape_numel(s);
+  if (static_cast<std::size_t>(n) != size_)
+    throw std::invalid_argument("tensor::reshape: " + shape_string(shape_) + " (" +
+                                std::to_string(size_) + " values) cannot become " +
+                                shape_string(s) + " (" + std::to_string(n) + " values)");
+  tensor t = *this;
+  t.shape_ = std::move(s);
+  return t;
+}
+
+bool tensor::all_finite() const {
+  const float* p = data();
+  // Accumulate a flag rather than branch per element so the loop vectorizes.
+  bool ok = true;
+  for (std::size_t i = 0; i < size_; ++i) ok &= std::isfinite(p[i]);
+  return ok;
+}
+
+}  // namespace actrain
