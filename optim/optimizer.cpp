@@ -1,0 +1,136 @@
+// The update rules. Each optimizer keeps its per-parameter state in slots_ (owned by the base
+// class so state()/restore() work for every kind); arithmetic is element-wise in float, with
+// Adam's bias corrections in double because beta^t underflows float precision late in training.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "optim/optim.hpp"
+
+namespace actrain {
+
+optimizer::optimizer(std::size_t n, std::size_t slot_count)
+    : n_(n), slots_(slot_count, std::vector<float>(n, 0.f)) {}
+
+void optimizer::restore(const state_t& s) {
+  if (s.slots.size() != slots_.size())
+    throw std::invalid_argument("optimizer::restore: state has " + std::to_string(s.slots.size()) +
+                                " slots, this optimizer has " + std::to_string(slots_.size()));
+  for (std::size_t i = 0; i < s.slots.size(); ++i)
+    if (s.slots[i].size() != n_)
+      throw std::invalid_argument("optimizer::restore: slot " + std::to_string(i) + " has " +
+                                  std::to_string(s.slots[i].size()) + " values, expected " +
+                                  std::to_string(n_));
+  if (s.steps < 0)
+    throw std::invalid_argument("optimizer::restore: negative step count " +
+                                std::to_string(s.steps));
+  steps_ = s.steps;
+  slots_ = s.slots;
+}
+
+namespace {
+
+void check_sizes(std::size_t n, span<float> w, span<const float> g) {
+  if (w.size() != n || g.size() != n)
+    throw std::invalid_argument("optimizer::step: weights have " + std::to_string(w.size()) +
+                                " values and gradient " + std::to_string(g.size()) +
+                                ", optimizer slice has " + std::to_string(n));
+}
+
+/// Shared by every rule: the gradient with the L2 term, read before w changes.
+inline float decayed(float g, float w, float wd) { return wd != 0.f ? g + wd * w : g; }
+
+/// w -= lr * (g + wd * w).
+class sgd final : public optimizer {
+ public:
+  sgd(std::size_t n, float wd) : optimizer(n, 0), wd_(wd) {}
+  void step(span<float> w, span<const float> g, float lr) override {
+    check_sizes(n_, w, g);
+    for (std::size_t i = 0; i < n_; ++i) w[i] -= lr * decayed(g[i], w[i], wd_);
+    ++steps_;
+  }
+
+ private:
+  float wd_;
+};
+
+/// v = mu * v + g; w -= lr * v (heavy ball), or w -= lr * (g + mu * v) (Nesterov, the form
+/// PyTorch uses). Slot 0 is v.
+class momentum final : public optimizer {
+ public:
+  momentum(std::size_t n, float mu, float wd, bool nesterov)
+      : optimizer(n, 1), mu_(mu), wd_(wd), nesterov_(nesterov) {}
+  void step(span<float> w, span<const float> g, float lr) override {
+    check_sizes(n_, w, g);
+    float* v = slots_[0].data();
+    for (std::size_t i = 0; i < n_; ++i) {
+      const float gi = decayed(g[i], w[i], wd_);
+      v[i] = mu_ * v[i] + gi;
+      w[i] -= lr * (nesterov_ ? gi + mu_ * v[i] : v[i]);
+    }
+    ++steps_;
+  }
+
+ private:
+  float mu_, wd_;
+  bool nesterov_;
+};
+
+/// a += g^2; w -= lr * g / (sqrt(a) + eps). Slot 0 is a.
+class adagrad final : public optimizer {
+ public:
+  adagrad(std::size_t n, float eps, float wd) : optimizer(n, 1), eps_(eps), wd_(wd) {}
+  void step(span<float> w, span<const float> g, float lr) override {
+    check_sizes(n_, w, g);
+    float* a = slots_[0].data();
+    for (std::size_t i = 0; i < n_; ++i) {
+      const float gi = decayed(g[i], w[i], wd_);
+      a[i] += gi * gi;
+      w[i] -= lr * gi / (std::sqrt(a[i]) + eps_);
+    }
+    ++steps_;
+  }
+
+ private:
+  float eps_, wd_;
+};
+
+/// Kingma & Ba, Algorithm 1: m and v with bias correction, eps added outside the square root.
+/// Slot 0 is m, slot 1 is v.
+class adam final : public optimizer {
+ public:
+  adam(std::size_t n, float b1, float b2, float eps, float wd)
+      : optimizer(n, 2), b1_(b1), b2_(b2), eps_(eps), wd_(wd) {}
+  void step(span<float> w, span<const float> g, float lr) override {
+    check_sizes(n_, w, g);
+    float* m = slots_[0].data();
+    float* v = slots_[1].data();
+    const double t = static_cast<double>(steps_ + 1);
+    const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(double(b1_), t)));
+    const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(double(b2_), t)));
+    for (std::size_t i = 0; i < n_; ++i) {
+      const float gi = decayed(g[i], w[i], wd_);
+      m[i] = b1_ * m[i] + (1.f - b1_) * gi;
+      v[i] = b2_ * v[i] + (1.f - b2_) * gi * gi;
+      w[i] -= lr * (m[i] * c1) / (std::sqrt(v[i] * c2) + eps_);
+    }
+    ++steps_;
+  }
+
+ private:
+  float b1_, b2_, eps_, wd_;
+};
+
+}  // namespace
+
+std::unique_ptr<optimizer> make_optimizer(const optim_spec& spec, std::size_t n) {
+  validate(spec);
+  const float wd = spec.weight_decay;
+  if (spec.kind == "sgd") return std::make_unique<sgd>(n, wd);
+  if (spec.kind == "momentum") return std::make_unique<momentum>(n, spec.momentum, wd, false);
+  if (spec.kind == "nesterov") return std::make_unique<momentum>(n, spec.momentum, wd, true);
+  if (spec.kind == "adagrad") return std::make_unique<adagrad>(n, spec.eps, wd);
+  return std::make_unique<adam>(n, spec.beta1, spec.beta2, spec.eps, wd);  // validated: "adam"
+}
+
+}  // namespace actrain
