@@ -15,6 +15,7 @@ struct data_spec {
   std::string path;                    ///< fashion_mnist: directory ("" = Debian's); csv: train file
   std::string test_path;               ///< csv: test file ("" = hold out test_fraction)
   std::string label;                   ///< csv: label column name ("" = last column)
+  double test_fraction = 0.1;          ///< csv without test_path: the last fraction of rows is held out
   std::int64_t rows = 100000;          ///< synthetic_linear: training rows
   std::int64_t test_rows = 10000;      ///< synthetic_linear: held-out rows
   int features = 100;                  ///< synthetic_linear

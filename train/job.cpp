@@ -1,0 +1,133 @@
+// validate(job_spec): every field of a job checked before anything is built, so a bad INI file
+// fails at once with a message that names the field ("job.workers must be >= 1, got 0").
+#include "train/job.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace actrain {
+namespace {
+
+[[noreturn]] void fail(const std::string& field, const std::string& what) {
+  throw std::invalid_argument("job." + field + " " + what);
+}
+
+template <class T>
+void require_at_least(const std::string& field, T value, T min) {
+  if (value < min) {
+    std::ostringstream os;
+    os << "must be >= " << min << ", got " << value;
+    fail(field, os.str());
+  }
+}
+
+void require_one_of(const std::string& field, const std::string& value,
+                    std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return;
+    list += list.empty() ? "" : ", ";
+    list += a;
+  }
+  fail(field, "must be one of " + list + ", got '" + value + "'");
+}
+
+// Runs a lower layer's validate() and prefixes its message with the job field it came from.
+template <class Spec>
+void validate_nested(const std::string& field, const Spec& spec) {
+  try {
+    validate(spec);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("job." + field + ": " + e.what());
+  }
+}
+
+// "cpu", "auto" or "cuda:N" with N a non-negative integer.
+void validate_device(const std::string& device) {
+  if (device == "cpu" || device == "auto") return;
+  const std::string prefix = "cuda:";
+  if (device.compare(0, prefix.size(), prefix) == 0 && device.size() > prefix.size()) {
+    bool digits = true;
+    for (std::size_t i = prefix.size(); i < device.size(); ++i)
+      digits = digits && device[i] >= '0' && device[i] <= '9';
+    if (digits) return;
+  }
+  fail("device", "must be cpu, auto or cuda:N, got '" + device + "'");
+}
+
+void validate_model(const model_spec& m) {
+  require_one_of("model.kind", m.kind, {"linear", "softmax", "mlp"});
+  // 0 means "take it from the data" (fit_model_to_data); negative is always wrong.
+  require_at_least("model.input_dim", m.input_dim, 0);
+  require_at_least("model.output_dim", m.output_dim, 0);
+  if (m.kind == "linear" && m.output_dim > 1)
+    fail("model.output_dim", "must be 1 for linear regression, got " + std::to_string(m.output_dim));
+  if (m.kind != "mlp" && !m.hidden.empty())
+    fail("model.hidden", "is only for kind mlp, got " + std::to_string(m.hidden.size()) +
+                             " layers for kind " + m.kind);
+  for (std::size_t i = 0; i < m.hidden.size(); ++i)
+    require_at_least("model.hidden[" + std::to_string(i) + "]", m.hidden[i], 1);
+  // Dims known: the model layer has the final word (it knows its own limits).
+  if (m.input_dim > 0 && m.output_dim > 0) validate_nested("model", m);
+}
+
+void validate_data(const data_spec& d) {
+  require_one_of("data.kind", d.kind, {"fashion_mnist", "synthetic_linear", "csv"});
+  if (d.kind == "synthetic_linear") {
+    require_at_least<std::int64_t>("data.rows", d.rows, 1);
+    require_at_least<std::int64_t>("data.test_rows", d.test_rows, 0);
+    require_at_least("data.features", d.features, 1);
+    if (!(d.noise >= 0) || !std::isfinite(d.noise))
+      fail("data.noise", "must be a finite value >= 0, got " + std::to_string(d.noise));
+  }
+  if (d.kind == "csv") {
+    if (d.path.empty()) fail("data.path", "must name the training CSV file for kind csv");
+    if (d.test_path.empty() && !(d.test_fraction > 0 && d.test_fraction < 1))
+      fail("data.test_fraction",
+           "must be in (0, 1) when data.test_path is empty, got " + std::to_string(d.test_fraction));
+  }
+  require_at_least<std::int64_t>("data.train_subset", d.train_subset, 0);
+  require_at_least<std::int64_t>("data.test_subset", d.test_subset, 0);
+}
+
+}  // namespace
+
+void validate(const job_spec& job) {
+  if (job.name.empty()) fail("name", "must not be empty");
+  validate_model(job.model);
+  validate_nested("optim", job.optim);
+  validate_nested("staleness", job.staleness);
+  validate_data(job.data);
+
+  require_one_of("mode", job.mode, {"async", "sync", "ssp"});
+  require_at_least("workers", job.workers, 1);
+  require_at_least("shards", job.shards, 1);
+  require_at_least("batch", job.batch, 1);
+  require_at_least("epochs", job.epochs, 1);
+  require_at_least("window", job.window, 1);
+  require_at_least("backup", job.backup, 0);
+  if (job.backup >= job.workers)
+    fail("backup", "must be < job.workers (" + std::to_string(job.workers) + "), got " +
+                       std::to_string(job.backup));
+  require_at_least("ssp_bound", job.ssp_bound, 0);
+  require_one_of("late_policy", job.late_policy, {"drop", "fold"});
+  if (!(job.eval_every > 0) || !std::isfinite(job.eval_every))
+    fail("eval_every", "must be > 0, got " + std::to_string(job.eval_every));
+  if (!(job.target_accuracy >= 0 && job.target_accuracy <= 1))
+    fail("target_accuracy", "must be in [0, 1] (0 = off), got " +
+                                std::to_string(job.target_accuracy));
+  if (!(job.clip_norm >= 0) || !std::isfinite(job.clip_norm))
+    fail("clip_norm", "must be >= 0 (0 = off), got " + std::to_string(job.clip_norm));
+  validate_device(job.device);
+
+  // Each shard needs at least one parameter; only checkable once the dims are known.
+  if (job.model.input_dim > 0 && job.model.output_dim > 0) {
+    const std::size_t n = num_params(job.model);
+    if (static_cast<std::size_t>(job.shards) > n)
+      fail("shards", "must be <= the model's parameter count (" + std::to_string(n) + "), got " +
+                         std::to_string(job.shards));
+  }
+}
+
+}  // namespace actrain
