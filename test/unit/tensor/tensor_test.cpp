@@ -1,0 +1,121 @@
+// The tensor value type: shared immutable buffers, slices, reshapes, checks.
+#include "tensor/tensor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace actrain {
+namespace {
+
+TEST(tensor, shape_helpers) {
+  EXPECT_EQ(shape_numel({}), 1);
+  EXPECT_EQ(shape_numel({3, 4, 5}), 60);
+  EXPECT_EQ(shape_numel({3, 0}), 0);
+  EXPECT_EQ(shape_string({2, 3}), "[2, 3]");
+  EXPECT_EQ(shape_string({}), "[]");
+  EXPECT_THROW(shape_numel({2, -1}), std::invalid_argument);
+}
+
+TEST(tensor, adopts_vector_without_copy) {
+  std::vector<float> v{1, 2, 3, 4, 5, 6};
+  const float* p = v.data();
+  tensor t(std::move(v), {2, 3});
+  EXPECT_EQ(t.data(), p);  // the vector's storage moved into the tensor
+  EXPECT_EQ(t.rank(), 2u);
+  EXPECT_EQ(t.dim(0), 2);
+  EXPECT_EQ(t.dim(1), 3);
+  EXPECT_EQ(t.size(), 6u);
+  EXPECT_EQ(t[5], 6.0f);
+  tensor flat(std::vector<float>{1, 2});
+  EXPECT_EQ(flat.shape(), (shape_t{2}));
+}
+
+TEST(tensor, constructor_rejects_size_mismatch) {
+  try {
+    tensor t(std::vector<float>(5), {2, 3});
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 3]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(tensor, copies_share_the_buffer) {
+  tensor a(std::vector<float>{1, 2, 3});
+  EXPECT_EQ(a.use_count(), 1);
+  tensor b = a;
+  EXPECT_EQ(a.use_count(), 2);
+  EXPECT_EQ(b.data(), a.data());
+  {
+    tensor c = b;
+    EXPECT_EQ(a.use_count(), 3);
+  }
+  EXPECT_EQ(a.use_count(), 2);
+}
+
+TEST(tensor, slices_share_the_buffer) {
+  tensor a(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}, {2, 4});
+  tensor s = a.slice(3, 4);
+  EXPECT_EQ(s.data(), a.data() + 3);
+  EXPECT_EQ(s.shape(), (shape_t{4}));
+  EXPECT_EQ(s[0], 3.0f);
+  EXPECT_EQ(a.use_count(), 2);
+  tensor ss = s.slice(1, 2);  // a slice of a slice keeps absolute offsets
+  EXPECT_EQ(ss.data(), a.data() + 4);
+  EXPECT_EQ(ss.to_vector(), (std::vector<float>{4, 5}));
+  EXPECT_EQ(a.slice(8, 0).size(), 0u);  // empty slice at the end is allowed
+  EXPECT_THROW(a.slice(5, 4), std::out_of_range);
+  EXPECT_THROW(a.slice(9, 0), std::out_of_range);
+  EXPECT_THROW(s.slice(1, 4), std::out_of_range);
+}
+
+TEST(tensor, reshape_shares_and_checks) {
+  tensor a = tensor::filled({2, 6}, 1.5f);
+  tensor r = a.reshape({3, 4});
+  EXPECT_EQ(r.data(), a.data());
+  EXPECT_EQ(r.shape(), (shape_t{3, 4}));
+  EXPECT_EQ(a.shape(), (shape_t{2, 6}));  // the original is unchanged
+  EXPECT_THROW(a.reshape({5, 2}), std::invalid_argument);
+  EXPECT_EQ(a.slice(2, 6).reshape({2, 3}).data(), a.data() + 2);
+}
+
+TEST(tensor, zeros_and_filled) {
+  auto z = tensor::zeros({3, 2});
+  EXPECT_EQ(z.size(), 6u);
+  for (float v : z.values()) EXPECT_EQ(v, 0.0f);
+  auto f = tensor::filled({4}, -2.0f);
+  for (float v : f.values()) EXPECT_EQ(v, -2.0f);
+  auto scalar = tensor::zeros({});
+  EXPECT_EQ(scalar.size(), 1u);
+}
+
+TEST(tensor, to_vector_is_a_private_copy) {
+  tensor a(std::vector<float>{1, 2, 3});
+  auto v = a.to_vector();
+  v[0] = 99;
+  EXPECT_EQ(a[0], 1.0f);
+  EXPECT_NE(v.data(), a.data());
+}
+
+TEST(tensor, all_finite) {
+  EXPECT_TRUE(tensor().all_finite());
+  EXPECT_TRUE(tensor(std::vector<float>{1, -1e30f, 0}).all_finite());
+  EXPECT_FALSE(tensor(std::vector<float>{1, std::nanf(""), 0}).all_finite());
+  EXPECT_FALSE(tensor(std::vector<float>{std::numeric_limits<float>::infinity()}).all_finite());
+  EXPECT_FALSE(tensor(std::vector<float>{0, -std::numeric_limits<float>::infinity()}).all_finite());
+  // a slice that excludes the bad value is finite
+  tensor t(std::vector<float>{std::nanf(""), 1, 2});
+  EXPECT_TRUE(t.slice(1, 2).all_finite());
+}
+
+TEST(tensor, default_is_empty) {
+  tensor t;
+  EXPECT_TRUE(t.empty());
+  EXPECT_EQ(t.data(), nullptr);
+  EXPECT_EQ(t.use_count(), 0);
+}
+
+}  // namespace
+}  // namespace actrain
