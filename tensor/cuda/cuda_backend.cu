@@ -1,0 +1,289 @@
+// The CUDA backend: one GPU, one stream, one cuBLAS handle (bound to the stream), device memory
+// from cudaMalloc, uploads through a pinned staging buffer. Every call first makes this
+// backend's device current, since one thread may drive backends on several GPUs in turn.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "tensor/cuda/cuda_backend.hpp"
+#include "tensor/cuda/cuda_check.cuh"
+#include "tensor/cuda/cuda_kernels.cuh"
+
+namespace actrain {
+namespace {
+
+using cuda::check;
+
+class cuda_backend final : public backend {
+ public:
+  cuda_backend(int device, bool allow_tf32) : device_(device), name_("cuda:" + std::to_string(device)) {
+    try {
+      open(allow_tf32);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~cuda_backend() override { release(); }
+
+  std::string name() const override { return name_; }
+  bool is_host() const override { return false; }
+
+  float* raw_alloc(std::size_t n) override {
+    if (n == 0) return nullptr;
+    activate();
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, n * sizeof(float));
+    if (e != cudaSuccess)
+      check(e, ("cudaMalloc(" + std::to_string(n * sizeof(float)) + " bytes)").c_str(), device_);
+    return static_cast<float*>(p);
+  }
+
+  // Called from buffer's destructor, so it must not throw: a failure here means the context is
+  // already broken, and the next checked call will report it.
+  void raw_free(float* p) override {
+    if (!p) return;
+    cudaSetDevice(device_);
+    const cudaError_t e = cudaFree(p);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      std::fprintf(stderr, "%s: cudaFree: %s (error %d)\n", name_.c_str(), cudaGetErrorString(e),
+                   int(e));
+    }
+  }
+
+  // Copies into the pinned staging buffer, then queues an async copy: the caller may reuse
+  // src_host as soon as this returns. The staging buffer is reused only after the previous
+  // upload from it has completed (staging_free_).
+  void upload(float* dst, const float* src_host, std::size_t n) override {
+    if (n == 0) return;
+    activate();
+    check(cudaEventSynchronize(staging_free_), "cudaEventSynchronize(staging)", device_);
+    if (n > staging_n_) {
+      if (staging_) check(cudaFreeHost(staging_), "cudaFreeHost", device_);
+      staging_ = nullptr;
+      staging_n_ = 0;
+      void* p = nullptr;
+      check(cudaMallocHost(&p, n * sizeof(float)), "cudaMallocHost(staging)", device_);
+      staging_ = static_cast<float*>(p);
+      staging_n_ = n;
+    }
+    std::memcpy(staging_, src_host, n * sizeof(float));
+    check(cudaMemcpyAsync(dst, staging_, n * sizeof(float), cudaMemcpyHostToDevice, stream_),
+          "cudaMemcpyAsync(host to device)", device_);
+    check(cudaEventRecord(staging_free_, stream_), "cudaEventRecord(staging)", device_);
+  }
+
+  void download(float* dst_host, const float* src, std::size_t n) override {
+    if (n == 0) return;
+    activate();
+    check(cudaMemcpyAsync(dst_host, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpyAsync(device to host)", device_);
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(download)", device_);
+  }
+
+  void copy(float* dst, const float* src, std::size_t n) override {
+    if (n == 0 || dst == src) return;
+    activate();
+    check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+          "cudaMemcpyAsync(device to device)", device_);
+  }
+
+  void synchronize() override {
+    activate();
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", device_);
+  }
+
+  // Row-major C (m x n) is column-major C^T (n x m), and C^T = op(B)^T op(A)^T: so cuBLAS gets
+  // B first, with the row-major leading dimensions, and computes C^T in place.
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            const float* b, float beta, float* c) override {
+    if (m < 0 || n < 0 || k < 0)
+      throw std::invalid_argument(name_ + ": gemm: negative size m=" + std::to_string(m) +
+                                  " n=" + std::to_string(n) + " k=" + std::to_string(k));
+    if (m == 0 || n == 0) return;
+    activate();
+    const int lda = std::max(1, trans_a ? m : k);
+    const int ldb = std::max(1, trans_b ? k : n);
+    check(cublasSgemm(blas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta,
+                      c, n),
+          "cublasSgemm", device_);
+  }
+
+  void axpy(std::size_t n, float alpha, const float* x, float* y) override {
+    activate();
+    cuda::launch_axpy(stream_, n, alpha, x, y);
+    cuda::check_launch("axpy_kernel", device_);
+  }
+  void scale(std::size_t n, float alpha, float* x) override {
+    activate();
+    cuda::launch_scale(stream_, n, alpha, x);
+    cuda::check_launch("scale_kernel", device_);
+  }
+  void fill(std::size_t n, float value, float* x) override {
+    activate();
+    cuda::launch_fill(stream_, n, value, x);
+    cuda::check_launch("fill_kernel", device_);
+  }
+  void add_row_vector(int rows, int cols, const float* v, float* x) override {
+    check_shape("add_row_vector", rows, cols);
+    activate();
+    cuda::launch_add_row_vector(stream_, rows, cols, v, x);
+    cuda::check_launch("add_row_vector_kernel", device_);
+  }
+  void column_sums(int rows, int cols, const float* x, float* out) override {
+    check_shape("column_sums", rows, cols);
+    activate();
+    cuda::launch_column_sums(stream_, rows, cols, x, out);
+    cuda::check_launch("column_sums_kernel", device_);
+  }
+  void relu(std::size_t n, const float* x, float* y) override {
+    activate();
+    cuda::launch_relu(stream_, n, x, y);
+    cuda::check_launch("relu_kernel", device_);
+  }
+  void relu_backward(std::size_t n, const float* y, const float* dy, float* dx) override {
+    activate();
+    cuda::launch_relu_backward(stream_, n, y, dy, dx);
+    cuda::check_launch("relu_backward_kernel", device_);
+  }
+
+  loss_sum softmax_xent(int rows, int cols, const float* logits, const float* labels,
+                        float grad_scale, float* dlogits) override {
+    check_shape("softmax_xent", rows, cols);
+    if (rows == 0) return {};
+    if (cols == 0) throw std::invalid_argument(name_ + ": softmax_xent: cols must be > 0");
+    activate();
+    check(cudaMemsetAsync(&scratch_->result.bad_row, 0x7f, sizeof(int), stream_),
+          "cudaMemsetAsync(bad_row)", device_);
+    const int blocks = cuda::launch_softmax_xent(stream_, rows, cols, logits, labels, grad_scale,
+                                                 dlogits, scratch_);
+    cuda::check_launch("softmax_xent_kernel", device_);
+    const cuda::reduce_result r = finish_reduction(blocks);
+    if (r.bad_row != cuda::kNoBadRow)
+      throw std::invalid_argument(name_ + ": softmax_xent: label of row " +
+                                  std::to_string(r.bad_row) + " is not a class index in [0, " +
+                                  std::to_string(cols) + ")");
+    return {r.sum, r.count};
+  }
+
+  loss_sum squared_error(int rows, const float* pred, const float* target, float grad_scale,
+                         float* dpred) override {
+    check_shape("squared_error", rows, 1);
+    if (rows == 0) return {};
+    activate();
+    const int blocks =
+        cuda::launch_squared_error(stream_, rows, pred, target, grad_scale, dpred, scratch_);
+    cuda::check_launch("squared_error_kernel", device_);
+    return {finish_reduction(blocks).sum, 0};
+  }
+
+  double sum_squares(std::size_t n, const float* x) override {
+    if (n == 0) return 0;
+    activate();
+    const int blocks = cuda::launch_sum_squares(stream_, n, x, scratch_);
+    cuda::check_launch("sum_squares_kernel", device_);
+    return finish_reduction(blocks).sum;
+  }
+
+ private:
+  void open(bool allow_tf32) {
+    activate();
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate",
+          device_);
+    check(cublasCreate(&blas_), "cublasCreate", device_);
+    check(cublasSetStream(blas_, stream_), "cublasSetStream", device_);
+    // Default math keeps sgemm in full fp32; TF32 tensor cores only when the job opts in.
+    check(cublasSetMathMode(blas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+          "cublasSetMathMode", device_);
+    check(cudaEventCreateWithFlags(&staging_free_, cudaEventDisableTiming), "cudaEventCreate",
+          device_);
+    void* p = nullptr;
+    check(cudaMalloc(&p, sizeof(cuda::reduce_scratch)), "cudaMalloc(reduce scratch)", device_);
+    scratch_ = static_cast<cuda::reduce_scratch*>(p);
+    check(cudaMallocHost(&p, sizeof(cuda::reduce_result)), "cudaMallocHost(result)", device_);
+    host_result_ = static_cast<cuda::reduce_result*>(p);
+  }
+
+  // Best effort: a destructor cannot report, and every resource is released either way.
+  void release() noexcept {
+    if (cudaSetDevice(device_) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (blas_) cublasDestroy(blas_);
+    if (staging_free_) cudaEventDestroy(staging_free_);
+    if (staging_) cudaFreeHost(staging_);
+    if (host_result_) cudaFreeHost(host_result_);
+    if (scratch_) cudaFree(scratch_);
+    if (stream_) cudaStreamDestroy(stream_);
+    blas_ = nullptr, staging_free_ = nullptr, staging_ = nullptr, host_result_ = nullptr;
+    scratch_ = nullptr, stream_ = nullptr;
+    cudaGetLastError();
+  }
+
+  void activate() const { check(cudaSetDevice(device_), "cudaSetDevice", device_); }
+
+  void check_shape(const char* op, int rows, int cols) const {
+    if (rows < 0 || cols < 0)
+      throw std::invalid_argument(name_ + ": " + op + ": negative shape " + std::to_string(rows) +
+                                  " x " + std::to_string(cols));
+  }
+
+  // Folds the partials, then brings the result to the host (pinned, so the copy is a true
+  // async copy) and waits for it.
+  cuda::reduce_result finish_reduction(int blocks) {
+    cuda::launch_finalize_reduction(stream_, blocks, scratch_);
+    cuda::check_launch("finalize_kernel", device_);
+    check(cudaMemcpyAsync(host_result_, &scratch_->result, sizeof(cuda::reduce_result),
+                          cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpyAsync(reduction result)", device_);
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(reduction)", device_);
+    return *host_result_;
+  }
+
+  int device_;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  float* staging_ = nullptr;  // pinned host memory, staging_n_ floats
+  std::size_t staging_n_ = 0;
+  cudaEvent_t staging_free_ = nullptr;  // recorded after the last copy out of staging_
+  cuda::reduce_scratch* scratch_ = nullptr;  // device
+  cuda::reduce_result* host_result_ = nullptr;  // pinned host
+};
+
+}  // namespace
+
+bool cuda_built() { return true; }
+
+int cuda_device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (why)
+      *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e) + " (error " +
+             std::to_string(int(e)) + ")";
+    return 0;
+  }
+  if (why) *why = n > 0 ? "" : "cudaGetDeviceCount: 0 devices";
+  return n;
+}
+
+std::unique_ptr<backend> make_cuda_backend(int device, bool allow_tf32) {
+  std::string why;
+  const int n = cuda_device_count(&why);
+  if (device < 0 || device >= n)
+    throw std::runtime_error("cuda:" + std::to_string(device) + " requested, but " +
+                             (n > 0 ? std::to_string(n) + " GPU(s) are visible (cuda:0..cuda:" +
+                                          std::to_string(n - 1) + ")"
+                                    : "no GPU is usable: " + why));
+  return std::make_unique<cuda_backend>(device, allow_tf32);
+}
+
+}  // namespace actrain
