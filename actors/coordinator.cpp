@@ -1,0 +1,296 @@
+#include "actors/coordinator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace actrain {
+
+namespace {
+
+using self_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
+constexpr std::chrono::seconds request_timeout{60};
+
+double elapsed(const coordinator_state& st) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - st.start).count();
+}
+
+void event(self_ptr self, const std::string& line) {
+  if (self->state.cfg.hooks.on_event) self->state.cfg.hooks.on_event(line);
+}
+
+progress_point current_point(coordinator_state& st) {
+  progress_point p;
+  p.epoch = st.epoch;
+  p.samples = st.samples;
+  p.seconds = elapsed(st);
+  p.train_loss = st.loss_rows > 0 ? st.loss_sum / static_cast<double>(st.loss_rows) : 0;
+  for (auto& w : st.workers) p.step = std::max(p.step, w.step);
+  return p;
+}
+
+/// Pulls every shard, then calls k with the assembled parameter vector.
+template <class K>
+void gather_params(self_ptr self, K k) {
+  auto& st = self->state;
+  auto n = static_cast<std::size_t>(st.cfg.ranges.back().end);
+  auto params = std::make_shared<std::vector<float>>(n);
+  auto left = std::make_shared<std::size_t>(st.cfg.shards.size());
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
+    self->request(st.cfg.shards[s], request_timeout, pull_atom::value, pull_request{-1, -1})
+        .then(
+            [self, s, params, left, k](weights& w) {
+              auto& r = self->state.cfg.ranges[s];
+              if (w.values.size() != static_cast<std::size_t>(r.end - r.begin)) {
+                self->quit(make_error(errc::bad_length, "shard " + std::to_string(s) +
+                                                            " returned the wrong length"));
+                return;
+              }
+              std::copy(w.values.data(), w.values.data() + w.values.size(),
+                        params->begin() + r.begin);
+              if (--*left == 0) k(std::move(*params));
+            },
+            [self](caf::error& err) { self->quit(err); });
+  }
+}
+
+void finish(self_ptr self);
+
+void evaluate_now(self_ptr self, bool final_eval) {
+  auto& st = self->state;
+  if (st.evaluating) return;
+  st.evaluating = true;
+  gather_params(self, [self, final_eval](std::vector<float> params) {
+    auto& st = self->state;
+    st.evaluating = false;
+    auto res = evaluate(st.cfg.job.model, params, st.cfg.data->test, *st.eval_backend);
+    auto p = current_point(st);
+    p.test_loss = res.loss;
+    p.test_accuracy = res.accuracy;
+    st.loss_sum = 0;
+    st.loss_rows = 0;
+    st.cfg.result->history.push_back(p);
+    if (st.cfg.hooks.on_eval) st.cfg.hooks.on_eval(p);
+    if (final_eval) {
+      st.cfg.result->params = std::move(params);
+      st.cfg.result->test = res;
+      finish(self);
+      return;
+    }
+    if (st.cfg.job.target_accuracy > 0 && res.accuracy >= st.cfg.job.target_accuracy &&
+        !st.finishing) {
+      event(self, "target accuracy " + std::to_string(st.cfg.job.target_accuracy) +
+                      " reached: stopping");
+      st.stopping_early = true;
+      st.finishing = true;
+      st.train_seconds = elapsed(st);
+      for (auto& w : st.workers)
+        if (w.alive) self->send(w.handle, stop_atom::value);
+      st.cfg.result->params = std::move(params);
+      st.cfg.result->test = res;
+      finish(self);
+    }
+  });
+}
+
+void maybe_done(self_ptr self) {
+  auto& st = self->state;
+  if (st.finishing) return;
+  bool any_alive = false;
+  for (auto& w : st.workers) {
+    if (!w.alive) continue;
+    any_alive = true;
+    if (!w.finished) return;
+  }
+  st.finishing = true;
+  st.train_seconds = elapsed(st);
+  if (!any_alive) {
+    st.cfg.result->error = "every worker was lost";
+    finish(self);
+    return;
+  }
+  st.evaluating = false;  // a periodic evaluation in flight is superseded by the final one
+  evaluate_now(self, true);
+}
+
+/// Collects shard stats, fills the result, replies to run, and stops every actor of the job.
+void finish(self_ptr self) {
+  auto& st = self->state;
+  auto left = std::make_shared<std::size_t>(st.cfg.shards.size());
+  auto complete = [self] {
+    auto& st = self->state;
+    auto& r = *st.cfg.result;
+    r.ok = r.error.empty();
+    r.seconds = st.train_seconds;
+    r.samples = st.samples;
+    r.samples_per_s = st.train_seconds > 0 ? st.samples / st.train_seconds : 0;
+    for (auto& w : st.workers)
+      if (w.alive) self->send(w.handle, stop_atom::value);
+    for (auto& f : st.cfg.fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
+    for (auto& s : st.cfg.shards) self->send_exit(s, caf::exit_reason::user_shutdown);
+    std::ostringstream out;
+    out << (r.ok ? "done" : "failed: " + r.error) << ": " << r.samples << " samples in "
+        << r.seconds << " s (" << static_cast<std::int64_t>(r.samples_per_s)
+        << " samples/s), test loss " << r.test.loss << ", accuracy " << r.test.accuracy;
+    if (st.done.pending()) st.done.deliver(out.str());
+    self->quit();
+  };
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
+    self->request(st.cfg.shards[s], request_timeout, stats_atom::value)
+        .then(
+            [self, left, complete](shard_stats& ss) {
+              auto& r = *self->state.cfg.result;
+              if (r.staleness_histogram.size() < ss.staleness_histogram.size())
+                r.staleness_histogram.resize(ss.staleness_histogram.size(), 0);
+              for (std::size_t i = 0; i < ss.staleness_histogram.size(); ++i)
+                r.staleness_histogram[i] += ss.staleness_histogram[i];
+              r.shards.push_back(std::move(ss));
+              if (--*left == 0) complete();
+            },
+            [left, complete](caf::error&) {
+              if (--*left == 0) complete();
+            });
+  }
+}
+
+void assign(self_ptr self, std::size_t w, std::vector<shard_range_t> rows, std::int64_t epochs) {
+  auto& st = self->state;
+  auto& track = st.workers[w];
+  worker_assignment a;
+  a.worker = static_cast<std::int32_t>(w);
+  a.shards = st.cfg.fronts;
+  a.ranges = st.cfg.ranges;
+  a.rows = rows;
+  a.epochs = epochs;
+  a.start_step = track.step;
+  a.reports_to = caf::actor_cast<caf::actor>(self);
+  for (auto& r : rows) track.assigned_samples += (r.end - r.begin) * epochs;
+  track.rows.insert(track.rows.end(), rows.begin(), rows.end());
+  track.finished = false;
+  self->send(track.handle, assign_atom::value, std::move(a));
+}
+
+/// A worker is gone: give the work it had left to the live worker with the least to do.
+void reassign(self_ptr self, std::size_t lost) {
+  auto& st = self->state;
+  auto& t = st.workers[lost];
+  t.alive = false;
+  st.cfg.result->workers_lost += 1;
+  std::int64_t rows = 0;
+  for (auto& r : t.rows) rows += r.end - r.begin;
+  auto left = t.assigned_samples - t.done_samples;
+  std::ostringstream line;
+  line << "worker " << lost << " lost at step " << t.step;
+  std::size_t best = st.workers.size();
+  for (std::size_t i = 0; i < st.workers.size(); ++i) {
+    auto& c = st.workers[i];
+    if (!c.alive) continue;
+    if (best == st.workers.size() ||
+        c.assigned_samples - c.done_samples <
+            st.workers[best].assigned_samples - st.workers[best].done_samples)
+      best = i;
+  }
+  if (left > 0 && rows > 0 && best < st.workers.size()) {
+    auto epochs = (left + rows - 1) / rows;
+    line << "; its rows (" << rows << ", " << epochs << " epoch(s) left) go to worker " << best;
+    auto moved = t.rows;
+    assign(self, best, moved, epochs);
+  }
+  event(self, line.str());
+  maybe_done(self);
+}
+
+}  // namespace
+
+coordinator_actor::behavior_type coordinator(
+    coordinator_actor::stateful_pointer<coordinator_state> self, coordinator_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  if (!st.cfg.result) st.cfg.result = std::make_shared<engine_result>();
+  st.eval_backend = make_cpu_backend();
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    for (std::size_t i = 0; i < st.workers.size(); ++i) {
+      if (st.workers[i].alive && st.workers[i].handle.address() == dm.source) {
+        if (st.finishing) {
+          st.workers[i].alive = false;
+          return;
+        }
+        reassign(self, i);
+        return;
+      }
+    }
+    for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
+      if (st.cfg.shards[s].address() == dm.source && !st.finishing) {
+        st.cfg.result->error = "shard " + std::to_string(s) + " went down";
+        st.finishing = true;
+        st.train_seconds = elapsed(st);
+        if (st.done.pending()) st.done.deliver("failed: " + st.cfg.result->error);
+        for (auto& w : st.workers)
+          if (w.alive) self->send(w.handle, stop_atom::value);
+        self->quit();
+        return;
+      }
+    }
+  });
+  return {
+      [self](run_atom) -> caf::result<std::string> {
+        auto& st = self->state;
+        st.done = self->make_response_promise<std::string>();
+        st.start = std::chrono::steady_clock::now();
+        auto rows = st.cfg.data->train.rows;
+        st.target_samples = rows * st.cfg.job.epochs;
+        st.next_eval_samples =
+            static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
+        st.workers.clear();
+        for (auto& s : st.cfg.shards) self->monitor(s);
+        auto n = static_cast<int>(st.cfg.workers.size());
+        for (int i = 0; i < n; ++i) {
+          worker_track t;
+          t.handle = st.cfg.workers[static_cast<std::size_t>(i)];
+          self->monitor(t.handle);
+          st.workers.push_back(std::move(t));
+        }
+        for (int i = 0; i < n; ++i) {
+          auto r = shard_range(rows, n, i);
+          assign(self, static_cast<std::size_t>(i), {shard_range_t{r.first, r.second}},
+                 st.cfg.job.epochs);
+        }
+        self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
+        return st.done;
+      },
+      [self](progress_atom, const progress_report& r) {
+        auto& st = self->state;
+        if (r.worker < 0 || static_cast<std::size_t>(r.worker) >= st.workers.size()) return;
+        auto& w = st.workers[static_cast<std::size_t>(r.worker)];
+        if (!w.alive) return;
+        w.step = std::max(w.step, r.step);
+        w.done_samples += r.samples;
+        st.samples += r.samples;
+        st.loss_sum += r.loss_sum;
+        st.loss_rows += r.samples;
+        auto rows = st.cfg.data->train.rows;
+        st.epoch = static_cast<int>(st.samples / std::max<std::int64_t>(rows, 1));
+        if (r.finished) w.finished = true;
+        if (!st.finishing && st.samples >= st.next_eval_samples && st.samples < st.target_samples) {
+          st.next_eval_samples +=
+              static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
+          evaluate_now(self, false);
+        }
+        maybe_done(self);
+      },
+      [self](tick_atom) {
+        auto& st = self->state;
+        if (st.finishing) return;
+        if (st.cfg.hooks.on_tick) {
+          auto p = current_point(st);
+          double rate = p.seconds > 0 ? p.samples / p.seconds : 0;
+          double eta = rate > 0 ? (st.target_samples - st.samples) / rate : 0;
+          st.cfg.hooks.on_tick(p, eta);
+        }
+        self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
+      },
+  };
+}
+
+}  // namespace actrain

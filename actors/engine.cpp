@@ -1,0 +1,92 @@
+#include "actors/engine.hpp"
+
+#include <stdexcept>
+#include <thread>
+
+#include "actors/system.hpp"
+#include "tensor/backend.hpp"
+
+namespace actrain {
+
+void prepare_config(caf::actor_system_config& cfg) {
+  cfg.add_message_types<caf::id_block::actrain>();
+  cfg.add_error_category(errc_category(), [](std::uint8_t code, const std::string& ctx) {
+    auto s = "actrain." + to_string(static_cast<errc>(code));
+    return ctx.empty() ? s : s + ": " + ctx;
+  });
+  auto cores = std::max(2u, std::thread::hardware_concurrency());
+  cfg.set("scheduler.max-threads", static_cast<std::int64_t>(cores));
+  cfg.set("work-stealing.moderate-poll-attempts", static_cast<std::int64_t>(0));
+}
+
+std::vector<shard_range_t> job_ranges(const job_spec& job) {
+  auto n = static_cast<std::int64_t>(num_params(job.model));
+  std::vector<shard_range_t> out;
+  for (int s = 0; s < job.shards; ++s) out.push_back(param_range(n, job.shards, s));
+  return out;
+}
+
+std::vector<shard_config> make_shard_configs(const job_spec& job) {
+  auto cpu = make_cpu_backend();
+  auto init = make_model(job.model, *cpu, 1)->init_params(job.seed);
+  std::vector<shard_config> out;
+  auto ranges = job_ranges(job);
+  for (int s = 0; s < job.shards; ++s) {
+    shard_config c;
+    c.index = s;
+    c.init.assign(init.begin() + ranges[s].begin, init.begin() + ranges[s].end);
+    c.optim = job.optim;
+    c.staleness = job.staleness;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+worker_config make_worker_config(const job_spec& job, std::shared_ptr<const dataset> train,
+                                 std::int32_t id) {
+  worker_config w;
+  w.id = id;
+  w.model = job.model;
+  w.train = std::move(train);
+  w.batch = job.batch;
+  w.seed = job.seed;
+  w.device = job.device;
+  w.clip_norm = job.clip_norm;
+  w.window = job.window;
+  return w;
+}
+
+engine_result run_job(caf::actor_system& sys, const job_spec& job,
+                      std::shared_ptr<const job_data> data, engine_hooks hooks) {
+  validate(job);
+  if (job.mode != "async")
+    throw std::invalid_argument("job.mode: only async is built into run_job so far, got " +
+                                job.mode);
+  // The engine relies on one BLAS thread per worker (BENCHMARKS.md: oversubscription is 4-5x
+  // slower on 2 cores).
+  set_blas_threads(1);
+  coordinator_config cc;
+  cc.job = job;
+  cc.data = data;
+  cc.ranges = job_ranges(job);
+  for (auto& sc : make_shard_configs(job)) cc.shards.push_back(sys.spawn(shard, std::move(sc)));
+  cc.fronts = cc.shards;
+  auto train = std::shared_ptr<const dataset>(data, &data->train);
+  for (int w = 0; w < job.workers; ++w)
+    cc.workers.push_back(sys.spawn<caf::detached>(worker, make_worker_config(job, train, w)));
+  cc.hooks = std::move(hooks);
+  cc.result = std::make_shared<engine_result>();
+  auto result = cc.result;
+  auto coord = sys.spawn(coordinator, std::move(cc));
+  caf::scoped_actor self{sys};
+  self->request(coord, caf::infinite, run_atom::value)
+      .receive([](const std::string&) {},
+               [&](const caf::error& err) {
+                 result->ok = false;
+                 if (result->error.empty()) result->error = describe_error(err);
+               });
+  self->wait_for(coord);
+  return std::move(*result);
+}
+
+}  // namespace actrain

@@ -1,0 +1,28 @@
+#pragma once
+#include <memory>
+
+#include <caf/all.hpp>
+
+#include "actors/coordinator.hpp"
+#include "actors/shard.hpp"
+#include "actors/worker.hpp"
+
+namespace actrain {
+
+/// Runs a whole job inside `sys` (the embedded, single-process cluster): spawns the shards, the
+/// workers (detached, one thread each) and the coordinator, waits for the coordinator's result and
+/// returns it. Blocks the calling thread (it is not an actor). `sys` must have been built from a
+/// config passed through prepare_config().
+/// Throws std::invalid_argument for an invalid job.
+engine_result run_job(caf::actor_system& sys, const job_spec& job,
+                      std::shared_ptr<const job_data> data, engine_hooks hooks = {});
+
+/// The shard configs of a job: initial values from the model's seeded init, split by range.
+std::vector<shard_config> make_shard_configs(const job_spec& job);
+/// The parameter ranges of the job's shards.
+std::vector<shard_range_t> job_ranges(const job_spec& job);
+/// The worker config for worker `id` of a job.
+worker_config make_worker_config(const job_spec& job, std::shared_ptr<const dataset> train,
+                                 std::int32_t id);
+
+}  // namespace actrain

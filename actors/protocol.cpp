@@ -1,0 +1,50 @@
+#include "actors/protocol.hpp"
+
+#include <stdexcept>
+
+namespace actrain {
+
+shard_range_t param_range(std::int64_t num_params, int shards, int index) {
+  if (shards < 1 || index < 0 || index >= shards || num_params < shards)
+    throw std::invalid_argument("param_range: need 0 <= index < shards <= num_params");
+  auto base = num_params / shards;
+  auto extra = num_params % shards;
+  auto begin = index * base + std::min<std::int64_t>(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
+std::string to_string(errc x) {
+  switch (x) {
+    case errc::none: return "none";
+    case errc::bad_length: return "bad_length";
+    case errc::non_finite: return "non_finite";
+    case errc::bad_token: return "bad_token";
+    case errc::version_mismatch: return "version_mismatch";
+    case errc::bad_config: return "bad_config";
+    case errc::stopped: return "stopped";
+    case errc::timeout: return "timeout";
+    case errc::node_down: return "node_down";
+    case errc::no_worker: return "no_worker";
+  }
+  return "unknown";
+}
+
+std::string describe_error(const caf::error& err) {
+  if (!err) return "no error";
+  std::string out;
+  if (err.category() == errc_category()) {
+    out = "actrain." + to_string(static_cast<errc>(err.code()));
+  } else {
+    out = caf::to_string(err.category()) + "." + std::to_string(err.code());
+    if (err.category() == caf::atom("system"))
+      out = "caf." + caf::to_string(static_cast<caf::sec>(err.code()));
+  }
+  if (!err.context().empty()) {
+    auto& ctx = err.context();
+    if (ctx.match_elements<std::string>()) out += ": " + ctx.get_as<std::string>(0);
+    else out += ": " + caf::to_string(ctx);
+  }
+  return out;
+}
+
+}  // namespace actrain

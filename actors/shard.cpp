@@ -1,0 +1,109 @@
+#include "actors/shard.hpp"
+
+#include <algorithm>
+
+namespace actrain {
+
+namespace {
+
+void record_staleness(shard_stats& s, std::int64_t staleness) {
+  if (s.staleness_histogram.empty()) return;
+  auto last = static_cast<std::int64_t>(s.staleness_histogram.size()) - 1;
+  s.staleness_histogram[static_cast<std::size_t>(std::min(staleness, last))] += 1;
+}
+
+weights current(shard_state& st) {
+  if (st.snapshot.size() != st.values.size()) st.snapshot = tensor(st.values);
+  return {st.index, st.version, st.snapshot};
+}
+
+}  // namespace
+
+caf::expected<push_ack> apply_push(shard_state& st, const gradient& g) {
+  if (g.values.size() != st.values.size()) {
+    st.stats.rejected += 1;
+    return make_error(errc::bad_length, "shard " + std::to_string(st.index) + " expects " +
+                                            std::to_string(st.values.size()) +
+                                            " gradient values, got " +
+                                            std::to_string(g.values.size()) + " from worker " +
+                                            std::to_string(g.worker));
+  }
+  if (!g.values.all_finite()) {
+    st.stats.rejected += 1;
+    return make_error(errc::non_finite, "shard " + std::to_string(st.index) +
+                                            ": gradient from worker " + std::to_string(g.worker) +
+                                            " holds NaN or infinity");
+  }
+  // A base version from the future can only come from a confused peer: treat it as fresh.
+  auto staleness = std::max<std::int64_t>(0, st.version - g.base_version);
+  st.stats.pushes += 1;
+  record_staleness(st.stats, staleness);
+  auto factor = st.staleness.factor(staleness);
+  if (factor <= 0.f) {
+    st.stats.dropped_stale += 1;
+    return push_ack{st.version, staleness, false};
+  }
+  auto lr = scheduled_lr(st.optim, st.opt->steps()) * factor;
+  st.opt->step(span<float>(st.values), g.values.values(), lr);
+  st.version += 1;
+  st.snapshot = tensor();
+  return push_ack{st.version, staleness, true};
+}
+
+shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self, shard_config cfg) {
+  auto& st = self->state;
+  st.index = cfg.index;
+  st.values = std::move(cfg.init);
+  st.optim = cfg.optim;
+  st.staleness = cfg.staleness;
+  st.opt = make_optimizer(cfg.optim, st.values.size());
+  st.stats.shard = cfg.index;
+  st.stats.staleness_histogram.assign(cfg.histogram_bins, 0);
+  return {
+      [self](pull_atom, const pull_request&) -> weights {
+        self->state.stats.pulls += 1;
+        return current(self->state);
+      },
+      [self](push_atom, const gradient& g) -> caf::result<push_ack> {
+        auto ack = apply_push(self->state, g);
+        if (!ack) return std::move(ack.error());
+        return *ack;
+      },
+      [self](push_pull_atom, const gradient& g) -> caf::result<weights> {
+        auto ack = apply_push(self->state, g);
+        if (!ack) return std::move(ack.error());
+        self->state.stats.pulls += 1;
+        return current(self->state);
+      },
+      [self](stats_atom) -> shard_stats {
+        auto s = self->state.stats;
+        s.version = self->state.version;
+        s.mailbox = static_cast<std::int64_t>(self->mailbox().size());
+        return s;
+      },
+      [self](checkpoint_atom) -> shard_checkpoint {
+        auto& st = self->state;
+        auto os = st.opt->state();
+        return {st.index, st.version, st.values, os.steps, os.slots};
+      },
+      [self](restore_atom, const shard_checkpoint& c) -> caf::result<std::int64_t> {
+        auto& st = self->state;
+        if (c.values.size() != st.values.size())
+          return make_error(errc::bad_length, "restore: shard " + std::to_string(st.index) +
+                                                  " owns " + std::to_string(st.values.size()) +
+                                                  " values, checkpoint has " +
+                                                  std::to_string(c.values.size()));
+        try {
+          st.opt->restore({c.opt_steps, c.opt_slots});
+        } catch (const std::exception& e) {
+          return make_error(errc::bad_length, std::string("restore: ") + e.what());
+        }
+        st.values = c.values;
+        st.version = c.version;
+        st.snapshot = tensor();
+        return st.version;
+      },
+  };
+}
+
+}  // namespace actrain

@@ -1,0 +1,41 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "actors/protocol.hpp"
+#include "optim/optim.hpp"
+
+namespace actrain {
+
+/// How to build one shard.
+struct shard_config {
+  std::int32_t index = 0;
+  std::vector<float> init;       ///< initial values of the slice this shard owns
+  optim_spec optim;
+  staleness_policy staleness;
+  std::size_t histogram_bins = 33;  ///< staleness 0..31, and a last bin for >= 32
+};
+
+/// Owns one contiguous slice of the model and its optimizer state, and applies every push as it
+/// arrives (async SGD). Pulls are answered from a snapshot tensor that is shared by every pull
+/// until the next push, so a pull never copies more than once per version.
+struct shard_state {
+  static inline const char* name = "actrain.shard";
+  std::int32_t index = 0;
+  std::vector<float> values;
+  tensor snapshot;  ///< values at `version`, empty after a push until the next pull
+  std::unique_ptr<optimizer> opt;
+  optim_spec optim;
+  staleness_policy staleness;
+  std::int64_t version = 0;
+  shard_stats stats;
+};
+
+shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self, shard_config cfg);
+
+/// Applies a gradient to a shard's state (the arithmetic of push, with no actor around it).
+/// Returns the ack, or an error (bad length, non-finite values) leaving the state untouched.
+caf::expected<push_ack> apply_push(shard_state& st, const gradient& g);
+
+}  // namespace actrain

@@ -1,0 +1,219 @@
+#include "actors/worker.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "optim/optim.hpp"
+#include "tensor/device.hpp"
+
+namespace actrain {
+
+namespace {
+
+using self_ptr = worker_actor::stateful_pointer<worker_state>;
+
+void try_compute(self_ptr self);
+
+void report(self_ptr self, bool finished) {
+  auto& st = self->state;
+  st.pending.worker = st.cfg.id;
+  st.pending.step = st.step;
+  st.pending.finished = finished;
+  if (st.reports_to) self->send(st.reports_to, progress_atom::value, st.pending);
+  st.pending = progress_report{};
+}
+
+/// Asks every shard for the weights to compute `step` with.
+void fetch(self_ptr self, std::int64_t step) {
+  auto& st = self->state;
+  st.fetch_step = step;
+  st.fetched = 0;
+  st.ready = false;
+  for (std::size_t s = 0; s < st.shards.size(); ++s) {
+    self->request(st.shards[s], st.cfg.timeout, pull_atom::value, pull_request{st.cfg.id, step})
+        .then(
+            [self, s, step](weights& w) {
+              auto& st = self->state;
+              if (st.stopped || step != st.fetch_step) return;
+              auto expect = static_cast<std::size_t>(st.ranges[s].end - st.ranges[s].begin);
+              if (w.values.size() != expect || !w.values.all_finite()) {
+                self->quit(make_error(errc::bad_length, "worker " + std::to_string(st.cfg.id) +
+                                                            ": bad weights from shard " +
+                                                            std::to_string(s)));
+                return;
+              }
+              st.slices[s] = std::move(w.values);
+              st.slice_versions[s] = w.version;
+              if (++st.fetched == st.shards.size()) {
+                st.ready = true;
+                try_compute(self);
+              }
+            },
+            [self](caf::error& err) { self->quit(err); });
+  }
+}
+
+void on_ack(self_ptr self, std::size_t s, const push_ack& ack) {
+  auto& st = self->state;
+  st.in_flight[s] -= 1;
+  st.pending.max_staleness = std::max(st.pending.max_staleness, ack.staleness);
+  try_compute(self);
+}
+
+/// The rows of the next mini-batch into x/y; false when all assigned work is done.
+int next_batch(worker_state& st) {
+  while (!st.work.empty()) {
+    auto& w = st.work.front();
+    int rows = w.it->next(st.x, st.y);
+    if (rows > 0) return rows;
+    if (--w.epochs_left <= 0) st.work.pop_front();
+  }
+  return 0;
+}
+
+void straggle(worker_state& st) {
+  double d = st.cfg.delay_s;
+  if (st.cfg.delay_jitter_s > 0)
+    d += std::uniform_real_distribution<double>(0, st.cfg.delay_jitter_s)(st.rng);
+  if (d > 0) std::this_thread::sleep_for(std::chrono::duration<double>(d));
+}
+
+/// Busy time standing in for forward/backward (simulated compute). Spinning, not sleeping, so a
+/// simulated worker occupies its core like a real one would.
+void simulate_compute(double seconds) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+void compute_and_push(self_ptr self) {
+  auto& st = self->state;
+  auto t0 = std::chrono::steady_clock::now();
+  int rows = next_batch(st);
+  if (rows == 0) {
+    // All assigned work is done; the fetched weights stay ready in case more work arrives.
+    if (!st.finished_reported) report(self, true);
+    st.finished_reported = true;
+    return;
+  }
+  // Assemble the parameters this step uses from the fetched slices.
+  for (std::size_t s = 0; s < st.shards.size(); ++s) {
+    std::copy(st.slices[s].data(), st.slices[s].data() + st.slices[s].size(),
+              st.params.begin() + st.ranges[s].begin);
+    st.slices[s] = tensor();
+  }
+  st.base_versions = st.slice_versions;
+  st.ready = false;
+  auto this_step = st.step++;
+  // Overlap: the next pull travels while this step computes.
+  if (st.cfg.prefetch) fetch(self, st.step);
+  loss_sum ls;
+  if (st.cfg.simulated_compute_s > 0) {
+    simulate_compute(st.cfg.simulated_compute_s);
+    std::fill(st.grad.begin(), st.grad.end(), 1e-6f);
+  } else if (st.dev->is_host()) {
+    ls = st.net->forward_backward(st.params.data(), batch_view{rows, st.x.data(), st.y.data()},
+                                  st.grad.data());
+  } else {
+    auto& b = *st.dev;
+    b.upload(st.dev_params.data(), st.params.data(), st.params.size());
+    b.upload(st.dev_x.data(), st.x.data(), static_cast<std::size_t>(rows) * st.cfg.model.input_dim);
+    b.upload(st.dev_y.data(), st.y.data(), static_cast<std::size_t>(rows));
+    ls = st.net->forward_backward(st.dev_params.data(),
+                                  batch_view{rows, st.dev_x.data(), st.dev_y.data()},
+                                  st.dev_grad.data());
+    b.download(st.grad.data(), st.dev_grad.data(), st.grad.size());
+  }
+  if (st.cfg.clip_norm > 0) clip_by_norm(span<float>(st.grad), st.cfg.clip_norm);
+  straggle(st);
+  for (std::size_t s = 0; s < st.shards.size(); ++s) {
+    auto b = st.grad.begin() + st.ranges[s].begin;
+    auto e = st.grad.begin() + st.ranges[s].end;
+    gradient g{st.cfg.id, this_step, st.base_versions[s], rows, tensor(std::vector<float>(b, e))};
+    st.in_flight[s] += 1;
+    st.max_in_flight_seen = std::max(st.max_in_flight_seen, st.in_flight[s]);
+    self->request(st.shards[s], st.cfg.timeout, push_atom::value, std::move(g))
+        .then([self, s](push_ack& ack) { on_ack(self, s, ack); },
+              [self](caf::error& err) { self->quit(err); });
+  }
+  st.pending.samples += rows;
+  st.pending.loss_sum += ls.loss;
+  st.pending.busy_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (st.step % st.cfg.report_every == 0) report(self, false);
+  if (!st.cfg.prefetch) fetch(self, st.step);
+}
+
+/// Computes the next step when its weights are in and every shard has room for one more push.
+void try_compute(self_ptr self) {
+  auto& st = self->state;
+  if (st.stopped || !st.ready) return;
+  for (auto n : st.in_flight)
+    if (n >= st.cfg.window) return;
+  compute_and_push(self);
+}
+
+void add_work(self_ptr self, const worker_assignment& a) {
+  auto& st = self->state;
+  st.finished_reported = false;
+  if (a.reports_to) st.reports_to = a.reports_to;
+  for (auto& r : a.rows) {
+    work_item w;
+    if (r.begin == 0 && r.end == st.cfg.train->rows) {
+      w.data = st.cfg.train;  // the whole set: no copy
+    } else {
+      w.data = std::make_shared<const dataset>(slice_rows(*st.cfg.train, r.begin, r.end));
+    }
+    w.it = std::make_unique<batch_iterator>(*w.data, st.cfg.batch,
+                                            st.cfg.seed + static_cast<std::uint64_t>(st.cfg.id) +
+                                                static_cast<std::uint64_t>(r.begin));
+    w.epochs_left = a.epochs;
+    st.work.push_back(std::move(w));
+  }
+}
+
+}  // namespace
+
+worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self,
+                                   worker_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.rng.seed(st.cfg.seed * 7919 + static_cast<std::uint64_t>(st.cfg.id));
+  return {
+      [self](assign_atom, const worker_assignment& a) {
+        auto& st = self->state;
+        if (st.shards.empty()) {
+          // First assignment: build the replica.
+          st.shards = a.shards;
+          st.ranges = a.ranges;
+          st.step = a.start_step;
+          st.dev = make_backend(st.cfg.device);
+          st.net = make_model(st.cfg.model, *st.dev, st.cfg.batch);
+          auto n = st.net->num_params();
+          st.params.assign(n, 0.f);
+          st.grad.assign(n, 0.f);
+          st.x.reserve(static_cast<std::size_t>(st.cfg.batch) * st.cfg.model.input_dim);
+          if (!st.dev->is_host()) {
+            st.dev_params = st.dev->allocate(n);
+            st.dev_grad = st.dev->allocate(n);
+            st.dev_x = st.dev->allocate(static_cast<std::size_t>(st.cfg.batch) *
+                                        st.cfg.model.input_dim);
+            st.dev_y = st.dev->allocate(static_cast<std::size_t>(st.cfg.batch));
+          }
+          st.slices.assign(st.shards.size(), tensor());
+          st.slice_versions.assign(st.shards.size(), 0);
+          st.base_versions.assign(st.shards.size(), 0);
+          st.in_flight.assign(st.shards.size(), 0);
+        }
+        add_work(self, a);
+        if (st.fetch_step < st.step) fetch(self, st.step);
+        else try_compute(self);
+      },
+      [self](stop_atom) {
+        self->state.stopped = true;
+        self->quit();
+      },
+  };
+}
+
+}  // namespace actrain

@@ -1,0 +1,75 @@
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "actors/protocol.hpp"
+#include "data/dataset.hpp"
+#include "model/model.hpp"
+
+namespace actrain {
+
+/// How to build one worker. The training data is shared (read-only) between the workers of a
+/// process; an assignment says which rows of it this worker walks.
+struct worker_config {
+  std::int32_t id = 0;
+  model_spec model;
+  std::shared_ptr<const dataset> train;
+  int batch = 64;
+  std::uint64_t seed = 42;         ///< batches use seed + id (worker 0 matches the reference)
+  std::string device = "cpu";      ///< "cpu", "cuda:N", "auto"
+  float clip_norm = 0;
+  int window = 2;                  ///< max pushes in flight per shard (back-pressure)
+  bool prefetch = true;            ///< pull step t+1 while computing step t
+  int report_every = 10;           ///< steps between progress reports
+  std::chrono::milliseconds timeout{60000};  ///< every request's deadline
+  double delay_s = 0;              ///< straggler: extra seconds per step (fixed)
+  double delay_jitter_s = 0;       ///< straggler: plus uniform [0, jitter) seconds per step
+  double simulated_compute_s = 0;  ///< > 0: replace forward/backward by this much busy time
+};
+
+/// Work still to do: rows of the training set, walked `epochs` times.
+struct work_item {
+  std::shared_ptr<const dataset> data;  ///< the rows (a slice, or the whole set)
+  std::unique_ptr<batch_iterator> it;
+  std::int64_t epochs_left = 0;
+};
+
+struct worker_state {
+  static inline const char* name = "actrain.worker";
+  worker_config cfg;
+  std::vector<shard_actor> shards;
+  caf::actor reports_to;  ///< from the assignment: the coordinator
+  std::vector<shard_range_t> ranges;
+  std::deque<work_item> work;
+  std::unique_ptr<backend> dev;
+  std::unique_ptr<model> net;
+  buffer dev_params, dev_grad, dev_x, dev_y;  ///< only used when the backend is not the host
+  std::vector<float> params, grad, x, y;
+  // step bookkeeping
+  std::int64_t step = 0;         ///< next step to compute
+  std::int64_t fetch_step = -1;  ///< the step whose weights are being fetched (-1: none)
+  std::size_t fetched = 0;       ///< slices of fetch_step received
+  std::vector<tensor> slices;    ///< weights of fetch_step, one per shard
+  std::vector<std::int64_t> slice_versions;
+  std::vector<std::int64_t> base_versions;  ///< versions the params in use were built from
+  bool ready = false;            ///< all slices of fetch_step are in
+  std::vector<int> in_flight;    ///< pushes outstanding per shard
+  int max_in_flight_seen = 0;    ///< for tests of back-pressure
+  bool stopped = false;
+  bool finished_reported = false;
+  std::mt19937_64 rng;
+  progress_report pending;       ///< accumulated since the last report
+};
+
+/// A worker: pull all shards -> forward/backward on a mini-batch -> push one slice per shard.
+/// Spawn it detached (it computes inside its handlers).
+worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self,
+                                   worker_config cfg);
+
+}  // namespace actrain
