@@ -1,0 +1,234 @@
+// validate(job_spec), load_job_data and fit_model_to_data.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "data/readers.hpp"
+#include "train/job.hpp"
+
+namespace actrain {
+namespace {
+
+job_spec good_job() {
+  job_spec j;
+  j.model.kind = "linear";
+  j.model.input_dim = 3;
+  j.data.kind = "synthetic_linear";
+  return j;
+}
+
+// Applies `edit` to a good job and expects validate() to throw a message containing `expected`.
+void expect_invalid(const std::function<void(job_spec&)>& edit, const std::string& expected) {
+  job_spec j = good_job();
+  edit(j);
+  try {
+    validate(j);
+    ADD_FAILURE() << "no error, expected: " << expected;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+        << "message: " << e.what() << "\nexpected to contain: " << expected;
+  }
+}
+
+TEST(job_validate, accepts_a_good_job_and_unset_dims) {
+  EXPECT_NO_THROW(validate(good_job()));
+  job_spec j;
+  j.model.kind = "softmax";  // dims 0/1: filled from the data later
+  j.model.input_dim = 0;
+  EXPECT_NO_THROW(validate(j));
+  j.mode = "ssp";
+  j.ssp_bound = 3;
+  j.workers = 4;
+  j.backup = 3;
+  j.device = "cuda:1";
+  EXPECT_NO_THROW(validate(j));
+}
+
+TEST(job_validate, names_each_bad_field) {
+  expect_invalid([](job_spec& j) { j.workers = 0; }, "job.workers must be >= 1, got 0");
+  expect_invalid([](job_spec& j) { j.shards = 0; }, "job.shards must be >= 1, got 0");
+  expect_invalid([](job_spec& j) { j.batch = -2; }, "job.batch must be >= 1, got -2");
+  expect_invalid([](job_spec& j) { j.epochs = 0; }, "job.epochs must be >= 1, got 0");
+  expect_invalid([](job_spec& j) { j.window = 0; }, "job.window must be >= 1, got 0");
+  expect_invalid([](job_spec& j) { j.mode = "bsp"; }, "job.mode must be one of async, sync, ssp");
+  expect_invalid([](job_spec& j) { j.backup = -1; }, "job.backup must be >= 0, got -1");
+  expect_invalid(
+      [](job_spec& j) {
+        j.workers = 2;
+        j.backup = 2;
+      },
+      "job.backup must be < job.workers (2), got 2");
+  expect_invalid([](job_spec& j) { j.ssp_bound = -1; }, "job.ssp_bound must be >= 0, got -1");
+  expect_invalid([](job_spec& j) { j.late_policy = "keep"; }, "job.late_policy");
+  expect_invalid([](job_spec& j) { j.eval_every = 0; }, "job.eval_every must be > 0");
+  expect_invalid([](job_spec& j) { j.target_accuracy = 1.5; }, "job.target_accuracy");
+  expect_invalid([](job_spec& j) { j.clip_norm = -1; }, "job.clip_norm");
+  expect_invalid([](job_spec& j) { j.device = "gpu"; }, "job.device");
+  expect_invalid([](job_spec& j) { j.device = "cuda:x"; }, "job.device");
+  expect_invalid([](job_spec& j) { j.name = ""; }, "job.name");
+}
+
+TEST(job_validate, names_bad_model_optimizer_and_data_fields) {
+  expect_invalid([](job_spec& j) { j.model.kind = "cnn"; },
+                 "job.model.kind must be one of linear, softmax, mlp, got 'cnn'");
+  expect_invalid([](job_spec& j) { j.model.input_dim = -1; }, "job.model.input_dim");
+  expect_invalid([](job_spec& j) { j.model.output_dim = 3; }, "job.model.output_dim");
+  expect_invalid(
+      [](job_spec& j) {
+        j.model.kind = "mlp";
+        j.model.output_dim = 10;
+        j.model.hidden = {8, 0};
+      },
+      "job.model.hidden[1] must be >= 1, got 0");
+  expect_invalid([](job_spec& j) { j.model.hidden = {4}; }, "job.model.hidden");
+  expect_invalid([](job_spec& j) { j.optim.lr = 0; }, "job.optim");
+  expect_invalid([](job_spec& j) { j.optim.kind = "lbfgs"; }, "job.optim");
+  expect_invalid([](job_spec& j) { j.staleness.kind = "sometimes"; }, "job.staleness");
+  expect_invalid([](job_spec& j) { j.data.kind = "parquet"; }, "job.data.kind");
+  expect_invalid([](job_spec& j) { j.data.rows = 0; }, "job.data.rows must be >= 1, got 0");
+  expect_invalid([](job_spec& j) { j.data.features = 0; }, "job.data.features");
+  expect_invalid([](job_spec& j) { j.data.noise = -0.5f; }, "job.data.noise");
+  expect_invalid([](job_spec& j) { j.data.train_subset = -1; }, "job.data.train_subset");
+  expect_invalid([](job_spec& j) { j.data.kind = "csv"; }, "job.data.path");
+  expect_invalid(
+      [](job_spec& j) {
+        j.data.kind = "csv";
+        j.data.path = "x.csv";
+        j.data.test_fraction = 1;
+      },
+      "job.data.test_fraction");
+  // linear with 3 inputs has 4 parameters: 5 shards cannot each own one.
+  expect_invalid([](job_spec& j) { j.shards = 5; },
+                 "job.shards must be <= the model's parameter count (4), got 5");
+}
+
+TEST(load_job_data, synthetic_train_and_test_share_one_model_and_are_deterministic) {
+  job_spec j = good_job();
+  j.data.rows = 500;
+  j.data.test_rows = 100;
+  j.data.features = 3;
+  j.data.noise = 0;
+  const job_data a = load_job_data(j);
+  ASSERT_EQ(a.train.rows, 500);
+  ASSERT_EQ(a.test.rows, 100);
+  EXPECT_EQ(a.train.features, 3);
+  EXPECT_EQ(a.train.num_classes, 0);
+  // Without noise, the closed-form fit of train explains test exactly: one true w for both.
+  std::vector<double> sol;
+  EXPECT_LT(least_squares_mse(a.train, &sol), 1e-8);
+  ASSERT_EQ(sol.size(), 4u);
+  double test_mse = 0;
+  for (std::int64_t r = 0; r < a.test.rows; ++r) {
+    double pred = sol[3];
+    for (int c = 0; c < 3; ++c) pred += sol[c] * a.test.x[r * 3 + c];
+    test_mse += (pred - a.test.y[r]) * (pred - a.test.y[r]);
+  }
+  EXPECT_LT(test_mse / 100, 1e-8);
+
+  const job_data b = load_job_data(j);
+  EXPECT_EQ(a.train.x, b.train.x);
+  EXPECT_EQ(a.test.y, b.test.y);
+  j.seed = 43;
+  const job_data c = load_job_data(j);
+  EXPECT_NE(a.train.x, c.train.x);
+}
+
+TEST(load_job_data, subsets_take_the_first_rows) {
+  job_spec j = good_job();
+  j.data.rows = 300;
+  j.data.test_rows = 50;
+  j.data.features = 3;
+  const job_data full = load_job_data(j);
+  j.data.train_subset = 120;
+  j.data.test_subset = 7;
+  const job_data sub = load_job_data(j);
+  ASSERT_EQ(sub.train.rows, 120);
+  ASSERT_EQ(sub.test.rows, 7);
+  EXPECT_TRUE(std::equal(sub.train.x.begin(), sub.train.x.end(), full.train.x.begin()));
+  EXPECT_TRUE(std::equal(sub.test.y.begin(), sub.test.y.end(), full.test.y.begin()));
+  j.data.train_subset = 1000;  // larger than the set: all of it
+  EXPECT_EQ(load_job_data(j).train.rows, 300);
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(load_job_data, csv_holds_out_the_last_rows_and_infers_classes) {
+  std::string text = "a,b,label\n";
+  for (int i = 0; i < 10; ++i)
+    text += std::to_string(i) + "," + std::to_string(2 * i) + "," + std::to_string(i % 3) + "\n";
+  job_spec j;
+  j.model.kind = "softmax";
+  j.data.kind = "csv";
+  j.data.path = write_temp("actrain_job_test.csv", text);
+  j.data.label = "label";
+  j.data.test_fraction = 0.2;
+  const job_data d = load_job_data(j);
+  ASSERT_EQ(d.train.rows, 8);
+  ASSERT_EQ(d.test.rows, 2);
+  EXPECT_EQ(d.train.features, 2);
+  EXPECT_EQ(d.train.num_classes, 3);
+  EXPECT_EQ(d.test.num_classes, 3);
+  EXPECT_FLOAT_EQ(d.test.x[0], 8);  // row 8 is the first held out
+  EXPECT_FLOAT_EQ(d.test.y[1], 0);  // 9 % 3
+
+  fit_model_to_data(j, d);
+  EXPECT_EQ(j.model.input_dim, 2);
+  EXPECT_EQ(j.model.output_dim, 3);
+  std::remove(j.data.path.c_str());
+}
+
+TEST(load_job_data, csv_rejects_a_non_integer_label_for_a_classifier) {
+  job_spec j;
+  j.model.kind = "softmax";
+  j.data.kind = "csv";
+  j.data.path = write_temp("actrain_job_test_bad.csv", "a,y\n1,0\n2,1.5\n3,1\n");
+  try {
+    load_job_data(j);
+    ADD_FAILURE() << "no error";
+  } catch (const data_error& e) {
+    EXPECT_NE(std::string(e.what()).find(j.data.path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("row 2"), std::string::npos) << e.what();
+  }
+  std::remove(j.data.path.c_str());
+}
+
+TEST(fit_model_to_data, fills_dims_and_rejects_mismatches) {
+  job_data d;
+  d.train.rows = 2;
+  d.train.features = 5;
+  d.train.num_classes = 4;
+  d.train.x.assign(10, 0.f);
+  d.train.y = {0, 3};
+  job_spec j;
+  j.model.kind = "mlp";
+  j.model.hidden = {7};
+  fit_model_to_data(j, d);
+  EXPECT_EQ(j.model.input_dim, 5);
+  EXPECT_EQ(j.model.output_dim, 4);
+
+  j.model.input_dim = 6;
+  EXPECT_THROW(fit_model_to_data(j, d), std::invalid_argument);
+  j.model.input_dim = 5;
+  j.model.output_dim = 3;  // fewer classes than the labels need
+  EXPECT_THROW(fit_model_to_data(j, d), std::invalid_argument);
+
+  job_spec lin;
+  lin.model.kind = "linear";
+  fit_model_to_data(lin, d);
+  EXPECT_EQ(lin.model.output_dim, 1);
+  d.train.num_classes = 0;
+  job_spec soft;
+  soft.model.kind = "softmax";
+  EXPECT_THROW(fit_model_to_data(soft, d), std::invalid_argument);  // regression data
+}
+
+}  // namespace
+}  // namespace actrain
