@@ -8,6 +8,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tensor/backend.hpp"
 
@@ -115,17 +116,21 @@ class cpu_backend final : public backend {
       float mx = z[0];
       for (int c = 1; c < cols; ++c)
         if (z[c] > mx) mx = z[c], arg = c;
-      float sum = 0.0f;
-      for (int c = 0; c < cols; ++c) sum += std::exp(z[c] - mx);
       float z_label = z[label];
+      // exp() once per logit: into dlogits when wanted (safe if it aliases logits, each
+      // element is read before it is written), else into scratch.
+      float* e = dlogits ? dlogits + static_cast<std::size_t>(r) * cols : scratch_row(cols);
+      float sum = 0.0f;
+      for (int c = 0; c < cols; ++c) {
+        e[c] = std::exp(z[c] - mx);
+        sum += e[c];
+      }
       out.loss += static_cast<double>(mx) + std::log(static_cast<double>(sum)) - z_label;
       out.correct += arg == label;
       if (dlogits) {
-        // Every read of this row is done above, so dlogits may alias logits.
-        float* d = dlogits + static_cast<std::size_t>(r) * cols;
         float inv = grad_scale / sum;
-        for (int c = 0; c < cols; ++c) d[c] = std::exp(z[c] - mx) * inv;
-        d[label] -= grad_scale;
+        for (int c = 0; c < cols; ++c) e[c] *= inv;
+        e[label] -= grad_scale;
       }
     }
     return out;
@@ -149,6 +154,14 @@ class cpu_backend final : public backend {
     for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
     return s;
   }
+
+ private:
+  float* scratch_row(int cols) {
+    if (scratch_.size() < static_cast<std::size_t>(cols)) scratch_.resize(cols);
+    return scratch_.data();
+  }
+
+  std::vector<float> scratch_;  // one row of exp() values when no gradient is requested
 };
 
 }  // namespace
