@@ -1,0 +1,250 @@
+#include "observe/http_server.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+
+#include "observe/dashboard.hpp"
+#include "observe/prometheus.hpp"
+#include "observe/status_json.hpp"
+
+namespace actrain::observe {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// ---------------------------------------------------------------------------------------------
+// Routing (pure)
+
+http_reply route_request(const metrics_hub& hub, std::string_view method, std::string_view target) {
+  const auto q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  const bool known = path == "/" || path == "/index.html" || path == "/metrics" || path == "/status";
+  if (!known) return {404, "text/plain; charset=utf-8", "not found\n"};
+  if (method != "GET") return {405, "text/plain; charset=utf-8", "method not allowed\n"};
+  if (path == "/metrics")
+    return {200, "text/plain; version=0.0.4; charset=utf-8", prometheus_text(hub.snapshot())};
+  if (path == "/status")
+    return {200, "application/json",
+            status_json(hub.snapshot()).dump(-1, ' ', false,
+                                             nlohmann::json::error_handler_t::replace) +
+                "\n"};
+  return {200, "text/html; charset=utf-8", dashboard_html()};
+}
+
+http_address parse_http_address(const std::string& text) {
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument("--http '" + text + "': " + why);
+  };
+  http_address a;
+  std::string port_text = text;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string::npos) fail("missing ']' after IPv6 host");
+    a.host = text.substr(1, close - 1);
+    if (close + 1 >= text.size() || text[close + 1] != ':') fail("expected ':port' after ']'");
+    port_text = text.substr(close + 2);
+  } else if (const auto colon = text.rfind(':'); colon != std::string::npos) {
+    a.host = text.substr(0, colon);
+    port_text = text.substr(colon + 1);
+  }
+  if (a.host.empty()) fail("empty host");
+  if (port_text.empty() || port_text.size() > 5 ||
+      port_text.find_first_not_of("0123456789") != std::string::npos)
+    fail("port must be a number 0..65535");
+  const unsigned long p = std::stoul(port_text);
+  if (p > 65535) fail("port must be a number 0..65535");
+  a.port = static_cast<unsigned short>(p);
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Asio state. Member order matters: the io_context is destroyed after the acceptor and before
+// the counters that the sessions it owns still touch in their destructors.
+
+struct http_server::impl {
+  impl(metrics_hub& h, http_limits l, std::atomic<std::size_t>& a)
+      : hub(h), limits(l), accepted(a) {}
+  metrics_hub& hub;
+  http_limits limits;
+  std::atomic<std::size_t>& accepted;
+  std::size_t live = 0;  // open sessions; touched only on the io thread
+  asio::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+  asio::steady_timer backoff{ioc};
+
+  void accept();
+};
+
+namespace {
+
+std::chrono::steady_clock::duration to_duration(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
+}
+
+/// One client connection: read a request, answer, repeat while keep-alive; any error ends it.
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket socket, http_server::impl& srv)
+      : srv_(srv),
+        stream_(std::move(socket)),
+        buffer_(srv.limits.header_bytes + srv.limits.body_bytes) {
+    ++srv_.live;
+  }
+  ~session() { --srv_.live; }
+
+  void read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(srv_.limits.header_bytes));
+    parser_->body_limit(srv_.limits.body_bytes);
+    stream_.expires_after(to_duration(srv_.limits.timeout_s));
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->on_read(ec);
+                     });
+  }
+
+ private:
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::end_of_stream) return close();
+    if (ec) {
+      // A malformed or oversized request gets a 4xx and the connection closes; transport errors
+      // (reset, timeout, client gone mid-message) just close it.
+      if (&ec.category() != &http::make_error_code(http::error::bad_target).category() ||
+          ec == http::error::partial_message)
+        return;
+      unsigned status = 400;
+      if (ec == http::error::body_limit) status = 413;
+      if (ec == http::error::header_limit || ec == http::error::buffer_overflow) status = 431;
+      return respond({status, "text/plain; charset=utf-8", "bad request: " + ec.message() + "\n"},
+                     false);
+    }
+    const auto& req = parser_->get();
+    const auto m = req.method_string();
+    const auto t = req.target();
+    http_reply reply;
+    try {
+      reply = route_request(srv_.hub, std::string_view(m.data(), m.size()),
+                            std::string_view(t.data(), t.size()));
+    } catch (const std::exception& e) {
+      reply = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n"};
+    }
+    respond(std::move(reply), req.keep_alive());
+  }
+
+  void respond(http_reply reply, bool keep_alive) {
+    res_ = {};
+    res_.version(11);
+    res_.result(reply.status);
+    res_.set(http::field::server, "actrain");
+    res_.set(http::field::content_type, reply.content_type);
+    res_.set(http::field::cache_control, "no-store");
+    if (reply.status == 405) res_.set(http::field::allow, "GET");
+    res_.keep_alive(keep_alive);
+    res_.body() = std::move(reply.body);
+    res_.prepare_payload();
+    stream_.expires_after(to_duration(srv_.limits.timeout_s));
+    http::async_write(stream_, res_,
+                      [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+                        if (ec) return;
+                        if (keep_alive) return self->read();
+                        self->close();
+                      });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  http_server::impl& srv_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+};
+
+}  // namespace
+
+void http_server::impl::accept() {
+  acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+    if (ec) {
+      // E.g. out of file descriptors: back off briefly instead of spinning on the error.
+      backoff.expires_after(std::chrono::milliseconds(50));
+      backoff.async_wait([this](beast::error_code e) {
+        if (!e) accept();
+      });
+      return;
+    }
+    accepted.fetch_add(1);
+    if (live < limits.max_connections)
+      std::make_shared<session>(std::move(socket), *this)->read();
+    // else: the socket is closed here, refusing the connection.
+    accept();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+http_server::http_server(metrics_hub& hub, std::string host, unsigned short port,
+                         http_limits limits)
+    : hub_(hub), host_(std::move(host)), requested_port_(port), limits_(limits) {}
+
+http_server::~http_server() { stop(); }
+
+void http_server::start() {
+  if (started_) throw std::logic_error("http_server::start: already started");
+  started_ = true;
+  impl_ = std::make_unique<impl>(hub_, limits_, accepted_);
+  const std::string where = host_ + ":" + std::to_string(requested_port_);
+  try {
+    tcp::resolver resolver(impl_->ioc);
+    auto results = resolver.resolve(host_, std::to_string(requested_port_),
+                                    tcp::resolver::numeric_service | tcp::resolver::passive);
+    if (results.empty()) throw std::runtime_error("no address");
+    const tcp::endpoint ep = results.begin()->endpoint();
+    auto& a = impl_->acceptor;
+    a.open(ep.protocol());
+    a.set_option(asio::socket_base::reuse_address(true));
+    a.bind(ep);
+    a.listen(asio::socket_base::max_listen_connections);
+    bound_port_ = a.local_endpoint().port();
+  } catch (const std::exception& e) {
+    impl_.reset();
+    stopped_ = true;
+    throw std::runtime_error("http endpoint " + where + ": cannot listen: " + e.what());
+  }
+  impl_->accept();
+  thread_ = std::thread([this] {
+    // A handler that throws must not take the endpoint (or the job) down: log-free restart.
+    for (;;) {
+      try {
+        impl_->ioc.run();
+        return;
+      } catch (...) {
+      }
+    }
+  });
+}
+
+void http_server::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (!impl_) return;
+  impl_->ioc.stop();
+  if (thread_.joinable()) thread_.join();
+  // Destroying the io_context destroys the pending handlers, hence every session and socket.
+  beast::error_code ignored;
+  impl_->acceptor.close(ignored);
+  impl_.reset();
+}
+
+}  // namespace actrain::observe

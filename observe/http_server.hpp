@@ -1,0 +1,78 @@
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "observe/run_state.hpp"
+
+namespace actrain::observe {
+
+/// What one request gets back; routing is a pure function so it is testable without sockets.
+struct http_reply {
+  unsigned status = 200;
+  std::string content_type;
+  std::string body;
+};
+
+/// Routes one request: GET /metrics (Prometheus text 0.0.4), GET /status (JSON), GET / (the
+/// dashboard page); other paths 404; other methods 405. A query string is ignored.
+http_reply route_request(const metrics_hub& hub, std::string_view method, std::string_view target);
+
+/// "host:port" as given to `--http`; "port" alone means 127.0.0.1. IPv6 as "[::1]:port".
+struct http_address {
+  std::string host = "127.0.0.1";
+  unsigned short port = 0;
+};
+/// Throws std::invalid_argument naming `--http` and what is wrong.
+http_address parse_http_address(const std::string& text);
+
+/// Limits that keep one bad client from hurting the job.
+struct http_limits {
+  std::size_t header_bytes = 64 * 1024;  ///< request line + headers
+  std::size_t body_bytes = 64 * 1024;
+  double timeout_s = 5;                  ///< per read / write on a connection
+  std::size_t max_connections = 128;     ///< beyond this, new connections are closed at once
+};
+
+/// A small HTTP/1.1 server (Boost.Beast) serving a metrics_hub on its own thread.
+/// All network work runs on one io_context thread with asynchronous operations, so a slow or
+/// malicious client never blocks another; a read, parse or write error closes that connection
+/// only. The hub must outlive the server.
+class http_server {
+ public:
+  http_server(metrics_hub& hub, std::string host = "127.0.0.1", unsigned short port = 0,
+              http_limits limits = {});
+  ~http_server();
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  /// Binds and listens (synchronously, so port() is valid on return), then starts the thread.
+  /// Throws std::runtime_error naming host:port when it cannot bind. Call at most once.
+  void start();
+  /// The bound port (the one the OS chose when constructed with port 0); 0 before start().
+  unsigned short port() const { return bound_port_; }
+  const std::string& host() const { return host_; }
+  /// Closes the listener and every connection and joins the thread. Idempotent.
+  void stop();
+  /// Connections accepted so far (for tests and diagnostics).
+  std::size_t connections_accepted() const { return accepted_.load(); }
+
+  struct impl;  // Asio state; public name so the .cpp's session type can reach it
+
+ private:
+  metrics_hub& hub_;
+  std::string host_;
+  unsigned short requested_port_;
+  http_limits limits_;
+  unsigned short bound_port_ = 0;
+  std::atomic<std::size_t> accepted_{0};
+  std::unique_ptr<impl> impl_;
+  std::thread thread_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace actrain::observe

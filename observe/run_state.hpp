@@ -1,0 +1,105 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+/// What the coordinator knows about a running job, as plain values.
+/// This header is CAF-free: the coordinator copies its state in through metrics_hub::update and
+/// every reader (HTTP endpoint, console, metrics file) works on a snapshot copy.
+namespace actrain::observe {
+
+/// One worker as the coordinator last heard of it.
+struct worker_status {
+  std::string name;                ///< e.g. "worker-3"
+  std::string node;                ///< node it runs on ("local" in one process)
+  std::int64_t step = 0;           ///< mini-batches computed
+  std::int64_t samples = 0;        ///< rows processed
+  double samples_per_s = 0;        ///< recent rate
+  double loss = 0;                 ///< last mini-batch loss
+  std::int64_t last_staleness = 0; ///< staleness of its last applied push
+  std::string state = "computing"; ///< "computing", "waiting for shard-1", "stopped", ...
+  double seconds_since_report = 0; ///< time since its last progress report
+};
+
+/// One parameter shard (or the barrier in front of it).
+struct shard_status {
+  std::string name;  ///< e.g. "shard-0"
+  std::string node;
+  std::int64_t version = 0;  ///< updates applied
+  std::int64_t pushes = 0;
+  std::int64_t pulls = 0;
+  std::int64_t rejected = 0;       ///< pushes refused by validation
+  std::int64_t dropped_stale = 0;  ///< pushes dropped by the staleness policy
+  std::int64_t dropped_late = 0;   ///< sync: late slices dropped by the barrier
+  std::int64_t mailbox_depth = 0;  ///< messages waiting in its mailbox
+};
+
+/// Bytes a node moved over the network (BASP), totals since start.
+struct node_traffic {
+  std::string node;
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+};
+
+/// One point of the training curve; NaN marks "not measured at this point".
+struct curve_point {
+  double seconds = 0;  ///< since the job started
+  std::int64_t samples = 0;
+  double train_loss = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double samples_per_s = 0;
+};
+
+/// Everything the observers show. Copyable; produced by metrics_hub::snapshot().
+struct run_snapshot {
+  std::string job;
+  std::string mode;  ///< "async", "sync", "ssp"
+  std::int64_t epoch = 0;
+  std::int64_t epochs = 0;
+  std::int64_t step = 0;
+  std::int64_t samples = 0;
+  std::int64_t samples_per_epoch = 0;  ///< training rows in one epoch (0 = unknown)
+  double elapsed_s = 0;
+  double eta_s = 0;
+  double samples_per_s = 0;
+  double train_loss = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  bool finished = false;
+  std::vector<worker_status> workers;
+  std::vector<shard_status> shards;
+  std::vector<node_traffic> nodes;
+  /// staleness value -> number of applied pushes with exactly that staleness.
+  std::map<std::int64_t, std::int64_t> staleness_histogram;
+  std::int64_t dropped_late = 0;  ///< late gradients dropped, whole job
+  /// Human lines naming what a stuck step waits for, e.g.
+  /// "sync step 12 on shard-0 waits 2.3 s for worker-3". Empty when nothing is stuck.
+  std::vector<std::string> stalls;
+  std::vector<curve_point> curve;
+};
+
+/// The one place the coordinator writes run state and observers read it.
+/// Thread-safe: update() and snapshot() may be called from any thread. Not a singleton: the
+/// coordinator owns it and hands a reference to the http_server / console.
+class metrics_hub {
+ public:
+  /// Runs `fn` on the state under the lock; keep it short (no I/O, no blocking).
+  void update(const std::function<void(run_snapshot&)>& fn);
+  /// A consistent copy of the state.
+  run_snapshot snapshot() const;
+  /// Convenience: appends a point to the curve (and keeps at most `max_curve_points`, thinning
+  /// the oldest half by 2 when full so a long run stays bounded).
+  void add_curve_point(const curve_point& p);
+
+  static constexpr std::size_t max_curve_points = 4096;
+
+ private:
+  mutable std::mutex mutex_;
+  run_snapshot state_;
+};
+
+}  // namespace actrain::observe
