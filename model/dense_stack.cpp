@@ -65,7 +65,7 @@ loss_sum dense_stack::forward_backward(const float* params, const batch_view& ba
     const float* in = l == 0 ? batch.x : act_[l - 1].data();
     const float* d = delta_[l].data();
     b.gemm(true, false, L.in, L.out, rows, 1.0f, in, d, 0.0f, dw);  // dW = X^T dZ
-    b.column_sums(rows, L.out, d, db);                             // db = 1^T dZ
+    b.column_sums(rows, L.out, d, db);                              // db = 1^T dZ
     if (l > 0) {
       float* dprev = delta_[l - 1].data();
       b.gemm(false, true, rows, L.in, L.out, 1.0f, d, w, 0.0f, dprev);  // dX = dZ W^T

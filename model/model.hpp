@@ -55,7 +55,7 @@ class model {
   /// Forward only; returns the summed loss and correct count.
   virtual loss_sum evaluate(const float* params, const batch_view& batch) = 0;
 
-  /// (offset, weights count, bias count, in, out) of each layer in the flat vector.
+  /// Where each layer sits in the flat vector: W (in x out) starts at offset, b (out) follows.
   struct layer_layout {
     std::size_t offset;
     int in;

@@ -32,15 +32,16 @@ tensor::tensor(std::vector<float> values) {
 tensor::tensor(std::vector<float> values, shape_t s) {
   auto n = shape_numel(s);
   if (static_cast<std::size_t>(n) != values.size())
-    throw std::invalid_argument("tensor: shape " + shape_string(s) + " needs " +
-                                std::to_string(n) + " values, got " +
-                                std::to_string(values.size()));
+    throw std::invalid_argument("tensor: shape " + shape_string(s) + " needs " + std::to_string(n) +
+                                " values, got " + std::to_string(values.size()));
   shape_ = std::move(s);
   size_ = values.size();
   buf_ = std::make_shared<const std::vector<float>>(std::move(values));
 }
 
-tensor tensor::zeros(shape_t s) { return filled(std::move(s), 0.0f); }
+tensor tensor::zeros(shape_t s) {
+  return filled(std::move(s), 0.0f);
+}
 
 tensor tensor::filled(shape_t s, float value) {
   auto n = shape_numel(s);

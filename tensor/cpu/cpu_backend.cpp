@@ -166,8 +166,12 @@ class cpu_backend final : public backend {
 
 }  // namespace
 
-std::unique_ptr<backend> make_cpu_backend() { return std::make_unique<cpu_backend>(); }
+std::unique_ptr<backend> make_cpu_backend() {
+  return std::make_unique<cpu_backend>();
+}
 
-void set_blas_threads(int n) { openblas_set_num_threads(std::max(1, n)); }
+void set_blas_threads(int n) {
+  openblas_set_num_threads(std::max(1, n));
+}
 
 }  // namespace actrain

@@ -30,8 +30,7 @@ problem make_problem(const model_spec& spec, std::size_t n_params, int rows, std
   for (std::size_t i = 0; i < n_params; ++i) p.params.push_back(0.6f * u(rng));
   for (int i = 0; i < rows * spec.input_dim; ++i) p.x.push_back(u(rng));
   for (int r = 0; r < rows; ++r)
-    p.y.push_back(spec.kind == "linear" ? 2.0f * u(rng)
-                                        : static_cast<float>(r % spec.output_dim));
+    p.y.push_back(spec.kind == "linear" ? 2.0f * u(rng) : static_cast<float>(r % spec.output_dim));
   return p;
 }
 
@@ -77,13 +76,21 @@ void check_gradient(const model_spec& spec) {
   EXPECT_EQ(grad2, grad);
 }
 
-TEST(model_gradient, linear_regression) { check_gradient({"linear", 6, 1, {}}); }
+TEST(model_gradient, linear_regression) {
+  check_gradient({"linear", 6, 1, {}});
+}
 
-TEST(model_gradient, softmax_regression) { check_gradient({"softmax", 6, 4, {}}); }
+TEST(model_gradient, softmax_regression) {
+  check_gradient({"softmax", 6, 4, {}});
+}
 
-TEST(model_gradient, mlp_two_hidden_layers) { check_gradient({"mlp", 6, 3, {5, 4}}); }
+TEST(model_gradient, mlp_two_hidden_layers) {
+  check_gradient({"mlp", 6, 3, {5, 4}});
+}
 
-TEST(model_gradient, mlp_one_hidden_layer) { check_gradient({"mlp", 8, 3, {6}}); }
+TEST(model_gradient, mlp_one_hidden_layer) {
+  check_gradient({"mlp", 8, 3, {6}});
+}
 
 TEST(model_gradient, correct_count_matches_argmax) {
   model_spec spec{"mlp", 4, 3, {5}};

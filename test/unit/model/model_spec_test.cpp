@@ -9,7 +9,9 @@
 namespace actrain {
 namespace {
 
-model_spec mlp(int in, std::vector<int> hidden, int out) { return {"mlp", in, out, hidden}; }
+model_spec mlp(int in, std::vector<int> hidden, int out) {
+  return {"mlp", in, out, hidden};
+}
 
 TEST(model_spec, num_params_and_describe) {
   EXPECT_EQ(num_params(mlp(784, {256}, 10)), 203530u);  // 784*256+256 + 256*10+10

@@ -26,7 +26,8 @@ inline double reference_mean_loss(const model_spec& spec, const std::vector<doub
       std::vector<double> z(out);
       for (int j = 0; j < out; ++j) {
         double s = params[off + static_cast<std::size_t>(in) * out + j];  // bias
-        for (int i = 0; i < in; ++i) s += a[i] * params[off + static_cast<std::size_t>(i) * out + j];
+        for (int i = 0; i < in; ++i)
+          s += a[i] * params[off + static_cast<std::size_t>(i) * out + j];
         z[j] = s;
       }
       off += static_cast<std::size_t>(in) * out + out;

@@ -149,10 +149,10 @@ TEST_F(cpu_backend_test, softmax_xent_hand_checked) {
   double want = std::log(2.0) + std::log1p(std::exp(-2.0)) + 3.0 + std::log1p(std::exp(-3.0));
   EXPECT_NEAR(r.loss, want, 1e-6);
   EXPECT_EQ(r.correct, 2);
-  double p1 = 1.0 / (1.0 + std::exp(2.0));  // softmax of the 1 in [1, 3]
-  double p2 = 1.0 / (1.0 + std::exp(-3.0)); // softmax of the 2 in [2, -1]
-  std::vector<double> want_d{(0.5 - 1) * scale, 0.5 * scale,     p1 * scale,
-                             (1 - p1 - 1) * scale, p2 * scale, (1 - p2 - 1) * scale};
+  double p1 = 1.0 / (1.0 + std::exp(2.0));   // softmax of the 1 in [1, 3]
+  double p2 = 1.0 / (1.0 + std::exp(-3.0));  // softmax of the 2 in [2, -1]
+  std::vector<double> want_d{(0.5 - 1) * scale,    0.5 * scale, p1 * scale,
+                             (1 - p1 - 1) * scale, p2 * scale,  (1 - p2 - 1) * scale};
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(d[i], want_d[i], 1e-7) << i;
 
   // Without a gradient buffer: same loss and count.

@@ -44,8 +44,8 @@ TEST(device, auto_picks_gpu_or_explains_cpu) {
 }
 
 TEST(device, malformed_names_are_invalid_arguments) {
-  for (std::string bad : {"gpu", "cuda:x", "cuda:-1", "cuda:", "cuda", "CPU", "", "cuda:0x",
-                          "cuda:1.5"}) {
+  for (std::string bad :
+       {"gpu", "cuda:x", "cuda:-1", "cuda:", "cuda", "CPU", "", "cuda:0x", "cuda:1.5"}) {
     try {
       make_backend(bad);
       FAIL() << "accepted \"" << bad << "\"";
