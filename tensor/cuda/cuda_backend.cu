@@ -104,9 +104,16 @@ class cuda_backend final : public backend {
       throw std::invalid_argument(name_ + ": gemm: negative size m=" + std::to_string(m) +
                                   " n=" + std::to_string(n) + " k=" + std::to_string(k));
     if (m == 0 || n == 0) return;
+    if (k == 0) {  // op(A) op(B) is empty: C = beta C, as the CPU twin does
+      if (beta == 0.0f)
+        fill(std::size_t(m) * n, 0.0f, c);
+      else
+        scale(std::size_t(m) * n, beta, c);
+      return;
+    }
     activate();
-    const int lda = std::max(1, trans_a ? m : k);
-    const int ldb = std::max(1, trans_b ? k : n);
+    const int lda = trans_a ? m : k;
+    const int ldb = trans_b ? k : n;
     check(cublasSgemm(blas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                       trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta,
                       c, n),

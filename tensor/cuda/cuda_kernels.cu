@@ -77,7 +77,7 @@ __global__ void column_sums_kernel(int rows, int cols, const float* x, float* ou
 }
 
 __global__ void relu_kernel(std::size_t n, const float* x, float* y) {
-  for (std::size_t i = global_index(); i < n; i += grid_stride()) y[i] = fmaxf(x[i], 0.f);
+  for (std::size_t i = global_index(); i < n; i += grid_stride()) y[i] = x[i] > 0.f ? x[i] : 0.f;  // as the CPU twin: NaN and -0 give +0
 }
 
 __global__ void relu_backward_kernel(std::size_t n, const float* y, const float* dy, float* dx) {
@@ -123,14 +123,16 @@ __global__ void softmax_xent_kernel(int rows, int cols, const float* logits, con
     const float target_logit = l[y];
     __syncwarp();  // every lane has read l[y] before any lane overwrites it (dlogits may alias)
     if (lane == 0) {
-      loss_acc += double(logf(sum)) - double(target_logit - best);
+      loss_acc += double(best) + log(double(sum)) - double(target_logit);  // as the CPU twin
       correct_acc += best_i == y;
     }
     if (dlogits) {
       float* d = dlogits + std::size_t(row) * cols;
-      const float inv = 1.f / sum;
-      for (int c = lane; c < cols; c += 32)
-        d[c] = (expf(l[c] - best) * inv - (c == y ? 1.f : 0.f)) * grad_scale;
+      const float inv = grad_scale / sum;  // same rounding steps as the CPU twin
+      for (int c = lane; c < cols; c += 32) {
+        const float p = expf(l[c] - best) * inv;
+        d[c] = c == y ? p - grad_scale : p;
+      }
     }
     __syncwarp();
   }
