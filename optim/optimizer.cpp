@@ -38,7 +38,9 @@ void check_sizes(std::size_t n, span<float> w, span<const float> g) {
 }
 
 /// Shared by every rule: the gradient with the L2 term, read before w changes.
-inline float decayed(float g, float w, float wd) { return wd != 0.f ? g + wd * w : g; }
+inline float decayed(float g, float w, float wd) {
+  return wd != 0.f ? g + wd * w : g;
+}
 
 /// w -= lr * (g + wd * w).
 class sgd final : public optimizer {

@@ -17,7 +17,9 @@ void require(bool ok, const std::string& field, const std::string& what) {
   if (!ok) bad(field, what);
 }
 
-std::string str(float v) { return std::to_string(v); }
+std::string str(float v) {
+  return std::to_string(v);
+}
 
 }  // namespace
 

@@ -93,10 +93,16 @@ TEST(Staleness, Factors) {
 
 TEST(Staleness, ValidateNamesTheBadField) {
   EXPECT_NO_THROW(validate(staleness_policy{}));
-  EXPECT_THAT([] { validate(staleness_policy{"linear", 0}); },
-              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("kind")));
-  EXPECT_THAT([] { validate(staleness_policy{"drop", -1}); },
-              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("max_staleness")));
+  EXPECT_THAT(
+      [] {
+        validate(staleness_policy{"linear", 0});
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("kind")));
+  EXPECT_THAT(
+      [] {
+        validate(staleness_policy{"drop", -1});
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("max_staleness")));
 }
 
 }  // namespace

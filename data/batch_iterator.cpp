@@ -1,0 +1,68 @@
+// Mini-batches in a seeded, reshuffled order. The shuffle is our own Fisher-Yates over
+// std::mt19937_64 (whose output the standard fixes) rather than std::shuffle (whose use of the
+// engine is implementation-defined), so a seed gives the same batches with any standard library.
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "data/dataset.hpp"
+
+namespace actrain {
+
+namespace {
+
+/// Uniform in [0, bound) without modulo bias: reject draws from the incomplete last block.
+std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
+  const std::uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+  std::uint64_t r;
+  do r = rng();
+  while (r >= limit);
+  return r % bound;
+}
+
+}  // namespace
+
+batch_iterator::batch_iterator(const dataset& d, int batch_size, std::uint64_t seed, bool shuffle,
+                               bool drop_last)
+    : d_(&d), batch_(batch_size), shuffle_(shuffle), drop_last_(drop_last), rng_(seed) {
+  if (batch_size < 1)
+    throw std::invalid_argument("batch_iterator: batch_size must be >= 1, got " +
+                                std::to_string(batch_size));
+  order_.resize(static_cast<std::size_t>(d.rows));
+  std::iota(order_.begin(), order_.end(), std::int64_t{0});
+  reshuffle();
+}
+
+void batch_iterator::reshuffle() {
+  if (!shuffle_) return;
+  for (std::size_t i = order_.size(); i > 1; --i)
+    std::swap(order_[i - 1], order_[uniform_below(rng_, i)]);
+}
+
+std::int64_t batch_iterator::batches_per_epoch() const {
+  return drop_last_ ? d_->rows / batch_ : (d_->rows + batch_ - 1) / batch_;
+}
+
+int batch_iterator::next(std::vector<float>& x, std::vector<float>& y) {
+  const std::int64_t left = d_->rows - pos_;
+  if (left <= 0 || (drop_last_ && left < batch_)) {
+    ++epoch_;
+    pos_ = 0;
+    reshuffle();
+    return 0;
+  }
+  const int n = static_cast<int>(std::min<std::int64_t>(left, batch_));
+  const auto f = static_cast<std::size_t>(d_->features);
+  x.resize(n * f);
+  y.resize(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const std::int64_t row = order_[static_cast<std::size_t>(pos_ + r)];
+    std::copy_n(d_->x.data() + row * f, f, x.data() + r * f);
+    y[r] = d_->y[static_cast<std::size_t>(row)];
+  }
+  pos_ += n;
+  return n;
+}
+
+}  // namespace actrain
