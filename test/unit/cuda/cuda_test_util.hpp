@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -16,12 +17,16 @@
 namespace actrain::test {
 
 /// Skips the current test, with the reason, unless a GPU is usable. In a build without CUDA
-/// the reason reads "built without CUDA ...".
-#define ACTRAIN_REQUIRE_GPU()                                                       \
-  do {                                                                              \
-    std::string why_no_gpu_;                                                        \
-    if (::actrain::cuda_device_count(&why_no_gpu_) <= 0)                            \
-      GTEST_SKIP() << "no GPU: " << why_no_gpu_;                                    \
+/// the reason reads "built without CUDA ...". With ACTRAIN_EXPECT_GPU set in the environment
+/// (scripts/gpu/check.sh sets it) a missing GPU fails the test instead.
+#define ACTRAIN_REQUIRE_GPU()                                                    \
+  do {                                                                           \
+    std::string why_no_gpu_;                                                     \
+    if (::actrain::cuda_device_count(&why_no_gpu_) <= 0) {                       \
+      if (std::getenv("ACTRAIN_EXPECT_GPU"))                                     \
+        FAIL() << "ACTRAIN_EXPECT_GPU is set, but there is no GPU: " << why_no_gpu_; \
+      GTEST_SKIP() << "no GPU: " << why_no_gpu_;                                 \
+    }                                                                            \
   } while (0)
 
 /// Uniform floats in [lo, hi) from a fixed seed.
