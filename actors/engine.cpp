@@ -10,10 +10,13 @@ namespace actrain {
 
 void prepare_config(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::actrain>();
-  cfg.add_error_category(errc_category(), [](std::uint8_t code, const std::string& ctx) {
-    auto s = "actrain." + to_string(static_cast<errc>(code));
-    return ctx.empty() ? s : s + ": " + ctx;
-  });
+  cfg.add_error_category(errc_category(),
+                         [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
+                           auto s = "actrain." + to_string(static_cast<errc>(code));
+                           if (ctx.match_elements<std::string>())
+                             s += ": " + ctx.get_as<std::string>(0);
+                           return s;
+                         });
   auto cores = std::max(2u, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", static_cast<std::int64_t>(cores));
   cfg.set("work-stealing.moderate-poll-attempts", static_cast<std::int64_t>(0));

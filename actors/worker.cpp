@@ -19,7 +19,7 @@ void report(self_ptr self, bool finished) {
   st.pending.worker = st.cfg.id;
   st.pending.step = st.step;
   st.pending.finished = finished;
-  if (st.reports_to) self->send(st.reports_to, progress_atom::value, st.pending);
+  if (st.reports_to) caf::anon_send(st.reports_to, progress_atom::value, st.pending);
   st.pending = progress_report{};
 }
 

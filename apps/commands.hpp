@@ -1,0 +1,12 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace actrain {
+
+/// `actrain train --config FILE [--group.key=value ...]`: a whole cluster in this process.
+int train_command(const std::vector<std::string>& args);
+/// `actrain bench <what> [...]`: benchmarks that print figures and update docs/benchmarks.md.
+int bench_command(const std::vector<std::string>& args);
+
+}  // namespace actrain

@@ -1,0 +1,29 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "train/job.hpp"
+
+namespace actrain {
+
+/// The actor system config of the `actrain` command: CAF's own options plus the job's, in the
+/// groups [job], [model], [optim], [staleness], [data] of an INI file (CAF's format), each
+/// overridable on the command line as --group.key=value.
+class app_config : public caf::actor_system_config {
+ public:
+  app_config();
+  const caf::config_option_set& options() const { return custom_options_; }
+};
+
+/// Parses `args` (already without the subcommand) into cfg: `--config FILE` (or
+/// --config-file=FILE) names the INI file. Unknown keys, wrongly typed values and unknown
+/// command-line options are errors naming the key and the file (CAF alone would ignore them).
+/// Returns an empty string on success, else the message to show.
+std::string load_app_config(app_config& cfg, std::vector<std::string> args);
+
+/// The job described by a parsed config; throws std::invalid_argument naming a bad field.
+job_spec job_from_config(const caf::actor_system_config& cfg);
+
+}  // namespace actrain
