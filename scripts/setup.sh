@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package actrain needs to build, test and run (as root, or via sudo).
+# Idempotent and quick the second time: only missing packages are installed.
+set -euo pipefail
+pkgs=(
+  cmake ninja-build g++ make
+  libcaf-dev            # C++ Actor Framework 0.17.6 (core, io, openssl)
+  libcereal-dev         # checkpoints
+  libboost-dev          # Asio + Beast (HTTP endpoint), Process
+  libopenblas-dev       # CPU BLAS
+  libgtest-dev libgmock-dev
+  zlib1g-dev            # gzipped IDX files
+  nlohmann-json3-dev    # JSON status and metrics
+  dataset-fashion-mnist # /usr/share/datasets/fashion-mnist
+  chromium              # the dashboard test takes a headless screenshot
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
