@@ -1,4 +1,5 @@
 // Row slicing and the contiguous split of a data set across workers.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 

@@ -2,6 +2,7 @@
 // gzip and plain files alike. Every error names the file and what is wrong with it.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
