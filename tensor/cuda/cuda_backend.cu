@@ -18,7 +18,8 @@ using cuda::check;
 
 class cuda_backend final : public backend {
  public:
-  cuda_backend(int device, bool allow_tf32) : device_(device), name_("cuda:" + std::to_string(device)) {
+  cuda_backend(int device, bool allow_tf32)
+      : device_(device), name_("cuda:" + std::to_string(device)) {
     try {
       open(allow_tf32);
     } catch (...) {
@@ -114,10 +115,10 @@ class cuda_backend final : public backend {
     activate();
     const int lda = trans_a ? m : k;
     const int ldb = trans_b ? k : n;
-    check(cublasSgemm(blas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                      trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta,
-                      c, n),
-          "cublasSgemm", device_);
+    check(
+        cublasSgemm(blas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    n, m, k, &alpha, b, ldb, a, lda, &beta, c, n),
+        "cublasSgemm", device_);
   }
 
   void axpy(std::size_t n, float alpha, const float* x, float* y) override {
@@ -199,8 +200,7 @@ class cuda_backend final : public backend {
  private:
   void open(bool allow_tf32) {
     activate();
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate",
-          device_);
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate", device_);
     check(cublasCreate(&blas_), "cublasCreate", device_);
     check(cublasSetStream(blas_, stream_), "cublasSetStream", device_);
     // Default math keeps sgemm in full fp32; TF32 tensor cores only when the job opts in.
@@ -259,14 +259,16 @@ class cuda_backend final : public backend {
   cublasHandle_t blas_ = nullptr;
   float* staging_ = nullptr;  // pinned host memory, staging_n_ floats
   std::size_t staging_n_ = 0;
-  cudaEvent_t staging_free_ = nullptr;  // recorded after the last copy out of staging_
-  cuda::reduce_scratch* scratch_ = nullptr;  // device
+  cudaEvent_t staging_free_ = nullptr;          // recorded after the last copy out of staging_
+  cuda::reduce_scratch* scratch_ = nullptr;     // device
   cuda::reduce_result* host_result_ = nullptr;  // pinned host
 };
 
 }  // namespace
 
-bool cuda_built() { return true; }
+bool cuda_built() {
+  return true;
+}
 
 int cuda_device_count(std::string* why) {
   int n = 0;

@@ -46,9 +46,8 @@ float* device_alloc(std::size_t n, int device) {
 
 sgemm_timing cuda_sgemm_bench(int m, int n, int k, bool tf32, int device, double min_seconds) {
   if (m <= 0 || n <= 0 || k <= 0)
-    throw std::invalid_argument("cuda_sgemm_bench: m, n, k must be > 0 (got " +
-                                std::to_string(m) + ", " + std::to_string(n) + ", " +
-                                std::to_string(k) + ")");
+    throw std::invalid_argument("cuda_sgemm_bench: m, n, k must be > 0 (got " + std::to_string(m) +
+                                ", " + std::to_string(n) + ", " + std::to_string(k) + ")");
   std::string why;
   if (device < 0 || device >= cuda_device_count(&why))
     throw std::runtime_error("cuda_sgemm_bench: cuda:" + std::to_string(device) +

@@ -9,9 +9,9 @@
 namespace actrain::cuda {
 namespace {
 
-constexpr int kThreads = 256;            // threads per block for 1-D kernels
+constexpr int kThreads = 256;  // threads per block for 1-D kernels
 constexpr int kWarps = kThreads / 32;
-constexpr std::size_t kMaxGrid = 8192;   // enough blocks to fill any current GPU
+constexpr std::size_t kMaxGrid = 8192;  // enough blocks to fill any current GPU
 
 int grid_for(std::size_t n, std::size_t cap = kMaxGrid) {
   std::size_t blocks = (n + kThreads - 1) / kThreads;
@@ -21,7 +21,9 @@ int grid_for(std::size_t n, std::size_t cap = kMaxGrid) {
 __device__ std::size_t global_index() {
   return std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
 }
-__device__ std::size_t grid_stride() { return std::size_t(gridDim.x) * blockDim.x; }
+__device__ std::size_t grid_stride() {
+  return std::size_t(gridDim.x) * blockDim.x;
+}
 
 template <class T>
 __device__ T warp_sum(T v) {
@@ -77,12 +79,12 @@ __global__ void column_sums_kernel(int rows, int cols, const float* x, float* ou
 }
 
 __global__ void relu_kernel(std::size_t n, const float* x, float* y) {
-  for (std::size_t i = global_index(); i < n; i += grid_stride()) y[i] = x[i] > 0.f ? x[i] : 0.f;  // as the CPU twin: NaN and -0 give +0
+  for (std::size_t i = global_index(); i < n; i += grid_stride())
+    y[i] = x[i] > 0.f ? x[i] : 0.f;  // as the CPU twin: NaN and -0 give +0
 }
 
 __global__ void relu_backward_kernel(std::size_t n, const float* y, const float* dy, float* dx) {
-  for (std::size_t i = global_index(); i < n; i += grid_stride())
-    dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+  for (std::size_t i = global_index(); i < n; i += grid_stride()) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
 }
 
 // One warp per row (rows strided over the grid). Per row: max and first argmax, then the
@@ -211,17 +213,15 @@ void launch_relu_backward(cudaStream_t s, std::size_t n, const float* y, const f
 int launch_softmax_xent(cudaStream_t s, int rows, int cols, const float* logits,
                         const float* labels, float grad_scale, float* dlogits,
                         reduce_scratch* scratch) {
-  const int blocks =
-      int(std::max(1, std::min((rows + kWarps - 1) / kWarps, kMaxReduceBlocks)));
-  softmax_xent_kernel<<<blocks, kThreads, 0, s>>>(rows, cols, logits, labels, grad_scale,
-                                                  dlogits, scratch);
+  const int blocks = int(std::max(1, std::min((rows + kWarps - 1) / kWarps, kMaxReduceBlocks)));
+  softmax_xent_kernel<<<blocks, kThreads, 0, s>>>(rows, cols, logits, labels, grad_scale, dlogits,
+                                                  scratch);
   return blocks;
 }
 int launch_squared_error(cudaStream_t s, int rows, const float* pred, const float* target,
                          float grad_scale, float* dpred, reduce_scratch* scratch) {
   const int blocks = grid_for(std::size_t(std::max(rows, 0)), kMaxReduceBlocks);
-  squared_error_kernel<<<blocks, kThreads, 0, s>>>(rows, pred, target, grad_scale, dpred,
-                                                   scratch);
+  squared_error_kernel<<<blocks, kThreads, 0, s>>>(rows, pred, target, grad_scale, dpred, scratch);
   return blocks;
 }
 int launch_sum_squares(cudaStream_t s, std::size_t n, const float* x, reduce_scratch* scratch) {

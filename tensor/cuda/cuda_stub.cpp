@@ -6,7 +6,9 @@
 
 namespace actrain {
 
-bool cuda_built() { return false; }
+bool cuda_built() {
+  return false;
+}
 
 int cuda_device_count(std::string* why) {
   if (why) *why = "built without CUDA (ACTRAIN_CUDA=OFF or no nvcc/cuBLAS at build time)";

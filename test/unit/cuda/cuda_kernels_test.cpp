@@ -19,7 +19,7 @@ class kernels : public cuda_vs_cpu {
   // gemm over every transpose combination and awkward shapes (k = 0 included); error bound
   // relative to |alpha| sum_k |a_ik b_kj| + |beta c_ij|.
   void check_gemm(double tol) {
-    const std::tuple<int, int, int> shapes[] = {{1, 1, 1},    {7, 13, 5},      {33, 65, 129},
+    const std::tuple<int, int, int> shapes[] = {{1, 1, 1},     {7, 13, 5},      {33, 65, 129},
                                                 {64, 10, 256}, {257, 130, 511}, {5, 3, 0}};
     std::uint32_t seed = 100;
     for (auto [m, n, k] : shapes)
@@ -97,9 +97,13 @@ TEST_F(kernels, axpy_within_one_rounding) {
   }
 }
 
-TEST_F(kernels, gemm_fp32_rel_1e_5) { check_gemm(1e-5); }
+TEST_F(kernels, gemm_fp32_rel_1e_5) {
+  check_gemm(1e-5);
+}
 
-TEST_F(kernels_tf32, gemm_tf32_rel_2e_3) { check_gemm(2e-3); }
+TEST_F(kernels_tf32, gemm_tf32_rel_2e_3) {
+  check_gemm(2e-3);
+}
 
 const std::pair<int, int> kMatrices[] = {{1, 1}, {37, 129}, {1000, 3}, {3, 1000}, {513, 257}};
 
@@ -151,8 +155,8 @@ TEST_F(kernels, softmax_xent_matches_cpu) {
   // Loss: 1e-5 relative to the summed loss (plus 1e-5 per row for near-zero losses); correct
   // count exact (random logits have no ties); gradient entries lie in [-1, 1] * grad_scale,
   // compared to 1e-6 * grad_scale absolute (a few float roundings of exp and the division).
-  const std::pair<int, int> shapes[] = {{1, 1},    {7, 10},    {64, 10}, {1000, 33},
-                                        {5, 1000}, {300, 2},   {33, 31}};
+  const std::pair<int, int> shapes[] = {{1, 1},    {7, 10},  {64, 10}, {1000, 33},
+                                        {5, 1000}, {300, 2}, {33, 31}};
   std::uint32_t seed = 200;
   for (auto [rows, cols] : shapes)
     for (int mode = 0; mode < 3; ++mode) {  // 0: separate dlogits, 1: in place, 2: no gradient
@@ -167,8 +171,8 @@ TEST_F(kernels, softmax_xent_matches_cpu) {
           cpu_->softmax_xent(rows, cols, z.cpu.data(), y.cpu.data(), grad_scale, dc);
       const loss_sum got =
           gpu_->softmax_xent(rows, cols, z.gpu.data(), y.gpu.data(), grad_scale, dg);
-      const std::string what = "softmax_xent " + std::to_string(rows) + "x" +
-                               std::to_string(cols) + " mode " + std::to_string(mode);
+      const std::string what = "softmax_xent " + std::to_string(rows) + "x" + std::to_string(cols) +
+                               " mode " + std::to_string(mode);
       EXPECT_NEAR(got.loss, want.loss, 1e-5 * (std::fabs(want.loss) + rows)) << what;
       EXPECT_EQ(got.correct, want.correct) << what;
       const twin& grad = mode == 1 ? z : d;

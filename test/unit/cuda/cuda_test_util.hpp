@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -19,14 +19,14 @@ namespace actrain::test {
 /// Skips the current test, with the reason, unless a GPU is usable. In a build without CUDA
 /// the reason reads "built without CUDA ...". With ACTRAIN_EXPECT_GPU set in the environment
 /// (scripts/gpu/check.sh sets it) a missing GPU fails the test instead.
-#define ACTRAIN_REQUIRE_GPU()                                                    \
-  do {                                                                           \
-    std::string why_no_gpu_;                                                     \
-    if (::actrain::cuda_device_count(&why_no_gpu_) <= 0) {                       \
-      if (std::getenv("ACTRAIN_EXPECT_GPU"))                                     \
+#define ACTRAIN_REQUIRE_GPU()                                                        \
+  do {                                                                               \
+    std::string why_no_gpu_;                                                         \
+    if (::actrain::cuda_device_count(&why_no_gpu_) <= 0) {                           \
+      if (std::getenv("ACTRAIN_EXPECT_GPU"))                                         \
         FAIL() << "ACTRAIN_EXPECT_GPU is set, but there is no GPU: " << why_no_gpu_; \
-      GTEST_SKIP() << "no GPU: " << why_no_gpu_;                                 \
-    }                                                                            \
+      GTEST_SKIP() << "no GPU: " << why_no_gpu_;                                     \
+    }                                                                                \
   } while (0)
 
 /// Uniform floats in [lo, hi) from a fixed seed.
@@ -84,8 +84,7 @@ class cuda_vs_cpu : public ::testing::Test {
 inline void expect_same(const std::vector<float>& got, const std::vector<float>& want,
                         const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    ASSERT_EQ(got[i], want[i]) << what << " at " << i;
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << what << " at " << i;
 }
 
 /// Expects |got[i] - want[i]| <= tol * scale[i] + abs_floor: `scale` is the magnitude the
@@ -97,8 +96,7 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
   ASSERT_EQ(scale.size(), want.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i)
     ASSERT_LE(std::fabs(double(got[i]) - want[i]), tol * scale[i] + abs_floor)
-        << what << " at " << i << ": gpu " << got[i] << " cpu " << want[i] << " scale "
-        << scale[i];
+        << what << " at " << i << ": gpu " << got[i] << " cpu " << want[i] << " scale " << scale[i];
 }
 
 }  // namespace actrain::test
