@@ -32,6 +32,8 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
 using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
+/// Coordinator -> shard or barrier: a worker finished or was lost; a barrier stops waiting for it.
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 // -- message payloads ---------------------------------------------------------------------------
 
@@ -155,7 +157,8 @@ using shard_actor = caf::typed_actor<
     caf::replies_to<push_pull_atom, gradient>::with<weights>,
     caf::replies_to<stats_atom>::with<shard_stats>,
     caf::replies_to<checkpoint_atom>::with<shard_checkpoint>,
-    caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>>;
+    caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>,
+    caf::reacts_to<leave_atom, std::int32_t>>;
 
 /// What a worker is given: its shards, the rows of the training set it owns, how long to run.
 struct worker_assignment {

@@ -103,6 +103,8 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
         st.snapshot = tensor();
         return st.version;
       },
+      // Only a barrier waits for workers; a shard has nothing to forget.
+      [](leave_atom, std::int32_t) {},
   };
 }
 

@@ -1,0 +1,274 @@
+#include "actors/barrier.hpp"
+
+#include <algorithm>
+
+#include "train/job.hpp"
+
+namespace actrain {
+
+namespace {
+
+using self_ptr = shard_actor::stateful_pointer<barrier_state>;
+
+bool tracked(const barrier_state& st, std::int32_t w) {
+  return w >= 0 && static_cast<std::size_t>(w) < st.active.size();
+}
+
+void log(barrier_state& st, barrier_event::kind_t k, std::int32_t w, std::int64_t step) {
+  if (st.cfg.log) st.cfg.log->add({k, w, step});
+}
+
+/// K: how many slices close a sync step. Backup workers stay backups while workers leave, but
+/// one live worker always suffices.
+std::int32_t expected(const barrier_state& st) {
+  auto live = static_cast<std::int32_t>(std::count(st.active.begin(), st.active.end(), true));
+  return std::max(1, live - st.cfg.backup);
+}
+
+/// The slowest live worker's clock (ssp); no live worker: nothing to wait for.
+std::int64_t slowest(const barrier_state& st) {
+  std::int64_t m = INT64_MAX;
+  for (std::size_t w = 0; w < st.active.size(); ++w)
+    if (st.active[w]) m = std::min(m, st.clock[w]);
+  return m;
+}
+
+bool answerable(const barrier_state& st, const pull_request& r) {
+  if (!tracked(st, r.worker) || !st.active[static_cast<std::size_t>(r.worker)]) return true;
+  if (st.cfg.mode == "ssp") {
+    auto m = slowest(st);
+    return m == INT64_MAX || r.step <= m + st.cfg.ssp_bound;
+  }
+  // sync: step t needs steps 0..t-1 applied, and a worker adds at most one slice per step.
+  return r.step <= st.done && !st.arrived[static_cast<std::size_t>(r.worker)];
+}
+
+/// Forwards the pull to the shard now; the weights go back through the promise. Anything this
+/// barrier sent the shard before (the step's mean) is applied first: one sender's messages
+/// arrive in order.
+void answer(self_ptr self, const pull_request& r, caf::typed_response_promise<weights> p) {
+  auto& st = self->state;
+  st.pulls += 1;
+  log(st, barrier_event::answer, r.worker, r.step);
+  self->request(st.cfg.shard, st.cfg.timeout, pull_atom::value, r)
+      .then([p](weights& w) mutable { p.deliver(std::move(w)); },
+            [p](caf::error& e) mutable { p.deliver(std::move(e)); });
+}
+
+void release(self_ptr self) {
+  auto& st = self->state;
+  auto held = std::move(st.held);
+  st.held.clear();
+  for (auto& h : held) {
+    if (answerable(st, h.req)) answer(self, h.req, h.promise);
+    else st.held.push_back(std::move(h));
+  }
+}
+
+caf::result<weights> on_pull(self_ptr self, const pull_request& r) {
+  auto p = self->make_response_promise<weights>();
+  if (answerable(self->state, r)) answer(self, r, p);
+  else self->state.held.push_back({r, p});
+  return p;
+}
+
+/// sync: pushes the row-weighted mean of the open step to the shard and opens the next step.
+void close_step(self_ptr self) {
+  auto& st = self->state;
+  gradient g;
+  g.worker = -1;
+  g.step = st.done;
+  g.base_version = std::max<std::int64_t>(0, st.open_version);
+  g.rows = static_cast<std::int32_t>(std::min<std::int64_t>(st.sum_rows, INT32_MAX));
+  auto inv = st.sum_rows > 0 ? 1.0 / static_cast<double>(st.sum_rows) : 0.0;
+  std::vector<float> mean(st.sum.size());
+  for (std::size_t i = 0; i < mean.size(); ++i)
+    mean[i] = static_cast<float>(static_cast<double>(st.sum[i]) * inv);
+  g.values = tensor(std::move(mean));
+  self->request(st.cfg.shard, st.cfg.timeout, push_atom::value, std::move(g))
+      .then([](push_ack&) {}, [self](caf::error& e) { self->quit(std::move(e)); });
+  log(st, barrier_event::apply, -1, st.done);
+  st.done += 1;
+  if (st.open_version >= 0) st.open_version += 1;
+  std::fill(st.sum.begin(), st.sum.end(), 0.f);
+  st.sum_rows = 0;
+  std::fill(st.arrived.begin(), st.arrived.end(), false);
+  st.arrivals = 0;
+  release(self);
+}
+
+void maybe_close(self_ptr self) {
+  auto& st = self->state;
+  if (st.arrivals > 0 && st.arrivals >= expected(st)) close_step(self);
+}
+
+/// A slice's length and values, checked before it touches the sum.
+caf::error check(barrier_state& st, const gradient& g) {
+  if (st.sum.empty()) st.sum.assign(g.values.size(), 0.f);
+  if (g.values.size() != st.sum.size())
+    return make_error(errc::bad_length, "barrier " + std::to_string(st.cfg.shard.id()) +
+                                            ": worker " + std::to_string(g.worker) + " pushed " +
+                                            std::to_string(g.values.size()) + " values, expected " +
+                                            std::to_string(st.sum.size()));
+  if (!g.values.all_finite())
+    return make_error(errc::non_finite,
+                      "barrier: gradient from worker " + std::to_string(g.worker) +
+                          " holds NaN or infinity");
+  return {};
+}
+
+caf::expected<push_ack> sync_push(self_ptr self, const gradient& g) {
+  auto& st = self->state;
+  if (auto err = check(st, g)) return err;
+  auto staleness =
+      st.open_version >= 0 ? std::max<std::int64_t>(0, st.open_version - g.base_version) : 0;
+  bool late = st.open_version >= 0 && g.base_version < st.open_version;
+  auto w = tracked(st, g.worker) ? static_cast<std::size_t>(g.worker) : st.arrived.size();
+  if (w < st.arrived.size()) {
+    st.active[w] = true;
+    st.clock[w] = std::max(st.clock[w], g.step + 1);
+    // A second slice of one worker in one step counts like a late one.
+    if (st.arrived[w]) late = true;
+  }
+  log(st, late ? barrier_event::late : barrier_event::push, g.worker, g.step);
+  if (late && st.cfg.late_policy != "fold") {
+    st.dropped_late += 1;
+    return push_ack{std::max<std::int64_t>(0, st.open_version), staleness, false};
+  }
+  auto vals = g.values.values();
+  auto rows = std::max(1, g.rows);
+  for (std::size_t i = 0; i < st.sum.size(); ++i) st.sum[i] += static_cast<float>(rows) * vals[i];
+  st.sum_rows += rows;
+  push_ack ack{std::max<std::int64_t>(0, st.open_version), staleness, true};
+  if (late) {
+    st.folded += 1;  // folded into the open step without counting as one of its K arrivals
+    return ack;
+  }
+  if (w < st.arrived.size()) st.arrived[w] = true;
+  st.arrivals += 1;
+  maybe_close(self);
+  return ack;
+}
+
+/// ssp: the worker's clock moves, the push goes to the shard as it is, and pulls that waited for
+/// this worker are released (after the push, so they see it).
+void ssp_push(self_ptr self, const gradient& g) {
+  auto& st = self->state;
+  if (tracked(st, g.worker)) {
+    auto w = static_cast<std::size_t>(g.worker);
+    st.active[w] = true;
+    st.clock[w] = std::max(st.clock[w], g.step + 1);
+  }
+  log(st, barrier_event::push, g.worker, g.step);
+}
+
+}  // namespace
+
+shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> self,
+                                   barrier_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  auto n = static_cast<std::size_t>(std::max(0, st.cfg.workers));
+  st.clock.assign(n, 0);
+  st.active.assign(n, true);
+  st.arrived.assign(n, false);
+  // The shard's version when training starts tells late slices from current ones.
+  self->request(st.cfg.shard, st.cfg.timeout, stats_atom::value)
+      .then(
+          [self](shard_stats& s) {
+            auto& st = self->state;
+            if (st.open_version < 0) st.open_version = s.version + st.done;
+          },
+          [self](caf::error& e) { self->quit(std::move(e)); });
+  self->monitor(st.cfg.shard);
+  self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
+  return {
+      [self](pull_atom, const pull_request& r) -> caf::result<weights> { return on_pull(self, r); },
+      [self](push_atom, gradient& g) -> caf::result<push_ack> {
+        auto& st = self->state;
+        if (st.cfg.mode == "ssp") {
+          ssp_push(self, g);
+          auto d = self->delegate(st.cfg.shard, push_atom::value, std::move(g));
+          release(self);
+          return d;
+        }
+        auto ack = sync_push(self, g);
+        if (!ack) return std::move(ack.error());
+        return *ack;
+      },
+      [self](push_pull_atom, gradient& g) -> caf::result<weights> {
+        auto& st = self->state;
+        pull_request next{g.worker, g.step + 1};
+        if (st.cfg.mode == "ssp") {
+          ssp_push(self, g);
+          self->request(st.cfg.shard, st.cfg.timeout, push_atom::value, std::move(g))
+              .then([](push_ack&) {}, [](caf::error&) {});
+          release(self);
+        } else {
+          auto ack = sync_push(self, g);
+          if (!ack) return std::move(ack.error());
+        }
+        return on_pull(self, next);
+      },
+      [self](stats_atom) -> caf::result<shard_stats> {
+        auto& st = self->state;
+        auto p = self->make_response_promise<shard_stats>();
+        auto mailbox = static_cast<std::int64_t>(self->mailbox().size());
+        self->request(st.cfg.shard, st.cfg.timeout, stats_atom::value)
+            .then(
+                [self, p, mailbox](shard_stats& s) mutable {
+                  auto& st = self->state;
+                  s.dropped_late += st.dropped_late;
+                  s.pulls = st.pulls;
+                  s.mailbox += mailbox;
+                  p.deliver(std::move(s));
+                },
+                [p](caf::error& e) mutable { p.deliver(std::move(e)); });
+        return p;
+      },
+      [self](checkpoint_atom) -> caf::result<shard_checkpoint> {
+        return self->delegate(self->state.cfg.shard, checkpoint_atom::value);
+      },
+      [self](restore_atom, shard_checkpoint& c) -> caf::result<std::int64_t> {
+        auto p = self->make_response_promise<std::int64_t>();
+        self->request(self->state.cfg.shard, self->state.cfg.timeout, restore_atom::value,
+                      std::move(c))
+            .then(
+                [self, p](std::int64_t v) mutable {
+                  self->state.open_version = v;  // the open step now starts from the restored values
+                  p.deliver(v);
+                },
+                [p](caf::error& e) mutable { p.deliver(std::move(e)); });
+        return p;
+      },
+      [self](leave_atom, std::int32_t w) {
+        auto& st = self->state;
+        if (!tracked(st, w)) return;
+        st.active[static_cast<std::size_t>(w)] = false;
+        log(st, barrier_event::leave, w, st.clock[static_cast<std::size_t>(w)]);
+        if (st.cfg.mode != "ssp") maybe_close(self);
+        release(self);
+      },
+  };
+}
+
+std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job,
+                                     const std::vector<shard_actor>& shards,
+                                     std::shared_ptr<barrier_log> log) {
+  if (job.mode == "async") return shards;
+  std::vector<shard_actor> out;
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    barrier_config c;
+    c.shard = shards[s];
+    c.mode = job.mode;
+    c.workers = job.workers;
+    c.backup = job.mode == "sync" ? job.backup : 0;
+    c.ssp_bound = job.ssp_bound;
+    c.late_policy = job.late_policy;
+    if (s == 0) c.log = log;
+    out.push_back(sys.spawn(barrier, std::move(c)));
+  }
+  return out;
+}
+
+}  // namespace actrain

@@ -1,0 +1,86 @@
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "actors/protocol.hpp"
+
+namespace actrain {
+
+struct job_spec;
+
+/// One thing a barrier decided, in the order it decided it (for tests and studies).
+struct barrier_event {
+  enum kind_t : std::uint8_t { push, answer, leave, apply, late } kind = push;
+  std::int32_t worker = 0;
+  std::int64_t step = 0;  ///< push/late: the gradient's step; answer: the pulled step; apply: global step
+};
+
+/// An append-only, thread-safe record of barrier events. Shared between the barrier (writer) and
+/// whoever inspects it afterwards; events are only appended while a log is attached.
+struct barrier_log {
+  std::mutex mtx;
+  std::vector<barrier_event> events;
+  void add(barrier_event e) {
+    std::lock_guard<std::mutex> guard{mtx};
+    events.push_back(e);
+  }
+};
+
+/// How to build one barrier.
+struct barrier_config {
+  shard_actor shard;              ///< the shard this barrier stands in front of
+  std::string mode = "sync";      ///< "sync" or "ssp"
+  std::int32_t workers = 1;       ///< N: workers 0..N-1 push here
+  std::int32_t backup = 0;        ///< sync: K = N - backup
+  std::int32_t ssp_bound = 0;     ///< ssp: s
+  std::string late_policy = "drop";  ///< sync: "drop" or "fold" slices of a finished step
+  std::chrono::milliseconds timeout{60000};  ///< requests to the shard
+  std::shared_ptr<barrier_log> log;  ///< optional record of every decision
+};
+
+/// What a barrier keeps. A worker's "clock" is how many steps it has pushed (its last pushed
+/// step + 1); departed workers (finished or lost) no longer count.
+struct barrier_state {
+  static inline const char* name = "actrain.barrier";
+  barrier_config cfg;
+  struct held_pull {
+    pull_request req;
+    caf::typed_response_promise<weights> promise;
+  };
+  std::vector<held_pull> held;             ///< pulls not answerable yet
+  std::vector<std::int64_t> clock;         ///< per worker: steps pushed
+  std::vector<bool> active;                ///< per worker: still expected
+  // sync
+  std::int64_t done = 0;                   ///< global steps applied through this barrier
+  std::int64_t open_version = -1;          ///< shard version the open step's slices start from
+  std::vector<float> sum;                  ///< row-weighted sum of the open step's slices
+  std::int64_t sum_rows = 0;
+  std::vector<bool> arrived;               ///< per worker: has a slice in the open step
+  std::int32_t arrivals = 0;
+  std::int64_t dropped_late = 0;
+  std::int64_t folded = 0;
+  std::int64_t pulls = 0;
+};
+
+/// Stands in front of one shard and implements the shard's interface, so workers cannot tell it
+/// from a shard. sync: accumulates the slices of the open step and, once K = N - backup workers
+/// have arrived, pushes their row-weighted mean to the shard once (one optimizer step per global
+/// step); a pull for step t+1 is answered only after step t is applied; slices computed from an
+/// older version are late (dropped and counted, or folded into the open step). ssp: pushes go
+/// straight to the shard; a pull for step t is answered only when t <= slowest clock + s.
+/// leave_atom(w) removes worker w from the expected set (a push or pull from it re-adds it).
+shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> self,
+                                   barrier_config cfg);
+
+/// What workers of `job` talk to: the shards themselves for mode async, else one barrier per
+/// shard spawned in `sys` (the coordinator stops them with the shards). `log`, when set, is
+/// attached to barrier 0.
+std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job,
+                                     const std::vector<shard_actor>& shards,
+                                     std::shared_ptr<barrier_log> log = nullptr);
+
+}  // namespace actrain
