@@ -56,6 +56,12 @@ void gather_params(self_ptr self, K k) {
 
 void finish(self_ptr self);
 
+/// Worker w will push no more (finished or lost): barriers stop waiting for it.
+void tell_fronts_leave(self_ptr self, std::size_t w) {
+  for (auto& f : self->state.cfg.fronts)
+    if (f) self->send(f, leave_atom::value, static_cast<std::int32_t>(w));
+}
+
 void evaluate_now(self_ptr self, bool final_eval) {
   auto& st = self->state;
   if (st.evaluating) return;
@@ -116,7 +122,7 @@ void maybe_done(self_ptr self) {
 /// Collects shard stats, fills the result, replies to run, and stops every actor of the job.
 void finish(self_ptr self) {
   auto& st = self->state;
-  auto left = std::make_shared<std::size_t>(st.cfg.shards.size());
+  auto left = std::make_shared<std::size_t>(st.cfg.fronts.size());
   auto complete = [self] {
     auto& st = self->state;
     auto& r = *st.cfg.result;
@@ -135,8 +141,9 @@ void finish(self_ptr self) {
     if (st.done.pending()) st.done.deliver(out.str());
     self->quit();
   };
-  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
-    self->request(st.cfg.shards[s], request_timeout, stats_atom::value)
+  // The fronts answer for their shards: a barrier adds what only it counts (late slices).
+  for (std::size_t s = 0; s < st.cfg.fronts.size(); ++s) {
+    self->request(st.cfg.fronts[s], request_timeout, stats_atom::value)
         .then(
             [self, left, complete](shard_stats& ss) {
               auto& r = *self->state.cfg.result;
@@ -175,6 +182,7 @@ void reassign(self_ptr self, std::size_t lost) {
   auto& st = self->state;
   auto& t = st.workers[lost];
   t.alive = false;
+  tell_fronts_leave(self, lost);
   st.cfg.result->workers_lost += 1;
   std::int64_t rows = 0;
   for (auto& r : t.rows) rows += r.end - r.begin;
@@ -271,6 +279,7 @@ coordinator_actor::behavior_type coordinator(
         st.loss_rows += r.samples;
         auto rows = st.cfg.data->train.rows;
         st.epoch = static_cast<int>(st.samples / std::max<std::int64_t>(rows, 1));
+        if (r.finished && !w.finished) tell_fronts_leave(self, static_cast<std::size_t>(r.worker));
         if (r.finished) w.finished = true;
         if (!st.finishing && st.samples >= st.next_eval_samples && st.samples < st.target_samples) {
           st.next_eval_samples +=
