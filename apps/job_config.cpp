@@ -23,7 +23,11 @@ app_config::app_config() {
       .add<str>("metrics", "metrics file (.csv or .jsonl)")
       .add<int64_t>("backup", "sync: backup workers (K = workers - backup)")
       .add<int64_t>("ssp-bound", "ssp: max steps ahead of the slowest worker")
-      .add<str>("late-policy", "sync with backup: drop | fold late slices");
+      .add<str>("late-policy", "sync with backup: drop | fold late slices")
+      .add<std::vector<int64_t>>("stragglers", "ids of workers to slow down, e.g. [0]")
+      .add<double>("straggler-delay", "stragglers: extra seconds per step")
+      .add<double>("straggler-jitter", "stragglers: plus uniform [0, jitter) seconds per step")
+      .add<double>("simulated-compute", "> 0: seconds of busy time instead of forward/backward");
   opt_group{custom_options_, "model"}
       .add<str>("kind", "linear | softmax | mlp")
       .add<std::vector<int64_t>>("hidden", "mlp hidden layer sizes, e.g. [256]")
@@ -143,6 +147,11 @@ job_spec job_from_config(const caf::actor_system_config& cfg) {
   j.backup = i32("job.backup", j.backup);
   j.ssp_bound = i32("job.ssp-bound", j.ssp_bound);
   j.late_policy = str("job.late-policy", j.late_policy);
+  for (auto w : get_or(c, "job.stragglers", std::vector<std::int64_t>{}))
+    j.stragglers.push_back(static_cast<int>(w));
+  j.straggler_delay_s = f64("job.straggler-delay", j.straggler_delay_s);
+  j.straggler_jitter_s = f64("job.straggler-jitter", j.straggler_jitter_s);
+  j.simulated_compute_s = f64("job.simulated-compute", j.simulated_compute_s);
   j.model.kind = str("model.kind", "mlp");
   for (auto h : get_or(c, "model.hidden", std::vector<std::int64_t>{}))
     j.model.hidden.push_back(static_cast<int>(h));

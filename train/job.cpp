@@ -120,6 +120,18 @@ void validate(const job_spec& job) {
   if (!(job.clip_norm >= 0) || !std::isfinite(job.clip_norm))
     fail("clip_norm", "must be >= 0 (0 = off), got " + std::to_string(job.clip_norm));
   validate_device(job.device);
+  for (std::size_t i = 0; i < job.stragglers.size(); ++i)
+    if (job.stragglers[i] < 0 || job.stragglers[i] >= job.workers)
+      fail("stragglers[" + std::to_string(i) + "]",
+           "must be a worker id in [0, " + std::to_string(job.workers) + "), got " +
+               std::to_string(job.stragglers[i]));
+  auto seconds = [](const char* field, double v) {
+    if (!(v >= 0) || !std::isfinite(v))
+      fail(field, "must be a finite number of seconds >= 0, got " + std::to_string(v));
+  };
+  seconds("straggler_delay_s", job.straggler_delay_s);
+  seconds("straggler_jitter_s", job.straggler_jitter_s);
+  seconds("simulated_compute_s", job.simulated_compute_s);
 
   // Each shard needs at least one parameter; only checkable once the dims are known.
   if (job.model.input_dim > 0 && job.model.output_dim > 0) {
