@@ -1,8 +1,10 @@
 #include "actors/engine.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 
+#include "actors/barrier.hpp"
 #include "actors/system.hpp"
 #include "tensor/backend.hpp"
 
@@ -56,15 +58,17 @@ worker_config make_worker_config(const job_spec& job, std::shared_ptr<const data
   w.device = job.device;
   w.clip_norm = job.clip_norm;
   w.window = job.window;
+  w.simulated_compute_s = job.simulated_compute_s;
+  if (std::find(job.stragglers.begin(), job.stragglers.end(), id) != job.stragglers.end()) {
+    w.delay_s = job.straggler_delay_s;
+    w.delay_jitter_s = job.straggler_jitter_s;
+  }
   return w;
 }
 
 engine_result run_job(caf::actor_system& sys, const job_spec& job,
                       std::shared_ptr<const job_data> data, engine_hooks hooks) {
   validate(job);
-  if (job.mode != "async")
-    throw std::invalid_argument("job.mode: only async is built into run_job so far, got " +
-                                job.mode);
   // The engine relies on one BLAS thread per worker (BENCHMARKS.md: oversubscription is 4-5x
   // slower on 2 cores).
   set_blas_threads(1);
@@ -73,7 +77,8 @@ engine_result run_job(caf::actor_system& sys, const job_spec& job,
   cc.data = data;
   cc.ranges = job_ranges(job);
   for (auto& sc : make_shard_configs(job)) cc.shards.push_back(sys.spawn(shard, std::move(sc)));
-  cc.fronts = cc.shards;
+  // async: workers talk to the shards; sync and ssp: to one barrier in front of each shard.
+  cc.fronts = make_fronts(sys, job, cc.shards);
   auto train = std::shared_ptr<const dataset>(data, &data->train);
   for (int w = 0; w < job.workers; ++w)
     cc.workers.push_back(sys.spawn<caf::detached>(worker, make_worker_config(job, train, w)));
