@@ -1,0 +1,93 @@
+// End-to-end runs of the async engine in one process (real scheduler, detached workers).
+#include <gtest/gtest.h>
+
+#include "actors/engine.hpp"
+#include "actors/system.hpp"
+#include "data/readers.hpp"
+
+namespace actrain {
+namespace {
+
+struct engine_test : ::testing::Test {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  engine_test() {
+    prepare_config(cfg);
+    sys = std::make_unique<caf::actor_system>(cfg);
+  }
+};
+
+TEST_F(engine_test, async_linear_regression_4_workers_2_shards_reaches_closed_form_mse) {
+  job_spec job;
+  job.model.kind = "linear";
+  job.data.kind = "synthetic_linear";
+  job.data.rows = 20000;
+  job.data.test_rows = 1000;
+  job.data.features = 20;
+  job.data.noise = 0.01f;
+  job.workers = 4;
+  job.shards = 2;
+  job.batch = 32;
+  job.epochs = 6;
+  job.eval_every = 100;  // only the final evaluation
+  job.optim.kind = "sgd";
+  job.optim.lr = 0.02f;
+  job.optim.schedule = "cosine";
+  job.optim.total_steps = 6 * 20000 / 32;
+  job.optim.min_lr = 1e-4f;
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  auto res = run_job(*sys, job, data);
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(res.samples, 6 * 20000);
+  auto cpu = make_cpu_backend();
+  auto train_mse = evaluate(job.model, res.params, data->train, *cpu).loss;
+  auto best = least_squares_mse(data->train);
+  EXPECT_LT((train_mse - best) / best, 1e-3) << "engine " << train_mse << " closed form " << best;
+  EXPECT_GE(train_mse, best * (1 - 1e-6));  // nothing beats least squares on its own data
+  // 4 workers pushing concurrently: some gradients must have been stale.
+  std::int64_t stale = 0;
+  for (std::size_t i = 1; i < res.staleness_histogram.size(); ++i) stale += res.staleness_histogram[i];
+  EXPECT_GT(stale, 0);
+}
+
+TEST_F(engine_test, async_softmax_fashion_mnist_4_workers_reaches_083) {
+  job_spec job;
+  job.model.kind = "softmax";
+  job.data.kind = "fashion_mnist";
+  job.workers = 4;
+  job.shards = 2;
+  job.batch = 64;
+  job.epochs = 4;
+  job.eval_every = 100;
+  job.optim.kind = "sgd";
+  job.optim.lr = 0.2f;
+  job.optim.schedule = "cosine";  // anneal: a fixed step keeps hopping around the optimum
+  job.optim.total_steps = 4 * 60000 / 64;
+  job.optim.min_lr = 0.002f;
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  auto res = run_job(*sys, job, data);
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(data->test.rows, 10000);
+  EXPECT_GE(res.test.accuracy, 0.83);
+  ASSERT_FALSE(res.history.empty());
+  EXPECT_DOUBLE_EQ(res.history.back().test_accuracy, res.test.accuracy);
+}
+
+TEST_F(engine_test, a_bad_job_is_refused_with_the_field_named) {
+  job_spec job;
+  job.model.kind = "linear";
+  job.model.input_dim = 3;
+  job.workers = 0;
+  auto data = std::make_shared<job_data>();
+  try {
+    run_job(*sys, job, data);
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("workers"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace actrain

@@ -1,0 +1,179 @@
+// Deterministic tests of the shard actor: exact optimizer results, versions and staleness with
+// interleaved workers, rejection of bad pushes.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "actor_fixture.hpp"
+#include "actors/shard.hpp"
+
+namespace actrain {
+namespace {
+
+struct shard_test : ::testing::Test {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+
+  shard_actor make(std::vector<float> init, optim_spec o, staleness_policy sp = {}) {
+    shard_config c;
+    c.index = 0;
+    c.init = std::move(init);
+    c.optim = o;
+    c.staleness = sp;
+    return ds.sys->spawn(shard, std::move(c));
+  }
+  weights pull(const shard_actor& s, std::int32_t worker = 0) {
+    self->send(s, pull_atom::value, pull_request{worker, 0});
+    ds.run();
+    weights out;
+    self->receive([&](weights& w) { out = std::move(w); },
+                  [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
+    return out;
+  }
+  /// Pushes and returns the ack, or the error.
+  caf::expected<push_ack> push(const shard_actor& s, gradient g) {
+    self->send(s, push_atom::value, std::move(g));
+    ds.run();
+    caf::expected<push_ack> out{caf::error{}};
+    self->receive([&](push_ack& a) { out = a; }, [&](caf::error& e) { out = e; });
+    return out;
+  }
+  ~shard_test() override {
+    self->send_exit(self, caf::exit_reason::user_shutdown);
+  }
+};
+
+gradient grad(std::vector<float> v, std::int64_t base, std::int32_t worker = 0) {
+  gradient g;
+  g.worker = worker;
+  g.base_version = base;
+  g.rows = 1;
+  g.values = tensor(std::move(v));
+  return g;
+}
+
+TEST_F(shard_test, push_then_pull_returns_the_optimizers_exact_result) {
+  optim_spec o;
+  o.kind = "momentum";
+  o.lr = 0.1f;
+  o.momentum = 0.9f;
+  std::vector<float> w0{1.f, -2.f, 0.5f};
+  auto s = make(w0, o);
+  // The same arithmetic outside any actor.
+  auto ref = make_optimizer(o, 3);
+  std::vector<float> expect = w0;
+  std::vector<std::vector<float>> gs{{0.5f, 1.f, -1.f}, {0.25f, -0.5f, 2.f}};
+  for (std::size_t i = 0; i < gs.size(); ++i) {
+    ref->step(span<float>(expect), span<const float>(gs[i]), o.lr);
+    auto ack = push(s, grad(gs[i], static_cast<std::int64_t>(i)));
+    ASSERT_TRUE(ack) << describe_error(ack.error());
+    EXPECT_EQ(ack->version, static_cast<std::int64_t>(i) + 1);
+    EXPECT_TRUE(ack->applied);
+  }
+  auto w = pull(s);
+  EXPECT_EQ(w.version, 2);
+  ASSERT_EQ(w.values.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(w.values[i], expect[i]) << i;
+  // By hand for element 0: v1 = 0.5, w = 1 - 0.05 = 0.95; v2 = 0.45 + 0.25 = 0.7, w = 0.88.
+  EXPECT_NEAR(w.values[0], 0.88f, 1e-6f);
+}
+
+TEST_F(shard_test, versions_and_staleness_with_two_interleaved_workers) {
+  optim_spec o;
+  o.lr = 1.f;
+  auto s = make({0.f, 0.f}, o);
+  auto a = pull(s, 0);  // worker 0 reads version 0
+  auto b = pull(s, 1);  // worker 1 reads version 0
+  EXPECT_EQ(a.version, 0);
+  EXPECT_EQ(b.version, 0);
+  auto ack0 = push(s, grad({1.f, 0.f}, a.version, 0));
+  ASSERT_TRUE(ack0);
+  EXPECT_EQ(ack0->staleness, 0);
+  EXPECT_EQ(ack0->version, 1);
+  auto ack1 = push(s, grad({0.f, 1.f}, b.version, 1));  // computed before worker 0's update
+  ASSERT_TRUE(ack1);
+  EXPECT_EQ(ack1->staleness, 1);
+  EXPECT_EQ(ack1->version, 2);
+  auto c = pull(s, 0);
+  auto ack2 = push(s, grad({1.f, 1.f}, c.version, 0));
+  ASSERT_TRUE(ack2);
+  EXPECT_EQ(ack2->staleness, 0);
+  self->send(s, stats_atom::value);
+  ds.run();
+  self->receive([&](shard_stats& st) {
+    EXPECT_EQ(st.version, 3);
+    EXPECT_EQ(st.pushes, 3);
+    EXPECT_EQ(st.pulls, 3);
+    EXPECT_EQ(st.staleness_histogram.at(0), 2);
+    EXPECT_EQ(st.staleness_histogram.at(1), 1);
+  });
+  auto w = pull(s);
+  EXPECT_FLOAT_EQ(w.values[0], -2.f);
+  EXPECT_FLOAT_EQ(w.values[1], -2.f);
+}
+
+TEST_F(shard_test, bad_pushes_are_rejected_and_leave_weights_intact) {
+  optim_spec o;
+  o.lr = 0.5f;
+  auto s = make({1.f, 2.f, 3.f}, o);
+  auto short_push = push(s, grad({1.f, 1.f}, 0));
+  ASSERT_FALSE(short_push);
+  EXPECT_EQ(short_push.error().category(), errc_category());
+  EXPECT_EQ(short_push.error().code(), static_cast<std::uint8_t>(errc::bad_length));
+  EXPECT_NE(describe_error(short_push.error()).find("expects 3"), std::string::npos);
+  auto nan_push = push(s, grad({1.f, std::numeric_limits<float>::quiet_NaN(), 1.f}, 0));
+  ASSERT_FALSE(nan_push);
+  EXPECT_EQ(nan_push.error().code(), static_cast<std::uint8_t>(errc::non_finite));
+  auto inf_push = push(s, grad({std::numeric_limits<float>::infinity(), 0.f, 0.f}, 0));
+  ASSERT_FALSE(inf_push);
+  auto w = pull(s);
+  EXPECT_EQ(w.version, 0);
+  EXPECT_EQ(w.values.to_vector(), (std::vector<float>{1.f, 2.f, 3.f}));
+  self->send(s, stats_atom::value);
+  ds.run();
+  self->receive([&](shard_stats& st) {
+    EXPECT_EQ(st.rejected, 3);
+    EXPECT_EQ(st.pushes, 0);
+  });
+}
+
+TEST_F(shard_test, staleness_policy_scales_or_drops) {
+  optim_spec o;
+  o.lr = 1.f;
+  staleness_policy inv;
+  inv.kind = "inverse";
+  auto s = make({0.f}, o, inv);
+  ASSERT_TRUE(push(s, grad({1.f}, 0)));  // staleness 0: full step
+  auto ack = push(s, grad({1.f}, 0));    // staleness 1: half step
+  ASSERT_TRUE(ack);
+  EXPECT_EQ(ack->staleness, 1);
+  EXPECT_FLOAT_EQ(pull(s).values[0], -1.5f);
+
+  staleness_policy drop;
+  drop.kind = "drop";
+  drop.max_staleness = 0;
+  auto d = make({0.f}, o, drop);
+  ASSERT_TRUE(push(d, grad({1.f}, 0)));
+  auto dropped = push(d, grad({1.f}, 0));
+  ASSERT_TRUE(dropped);
+  EXPECT_FALSE(dropped->applied);
+  auto w = pull(d);
+  EXPECT_EQ(w.version, 1);
+  EXPECT_FLOAT_EQ(w.values[0], -1.f);
+}
+
+TEST_F(shard_test, pulls_between_pushes_share_one_snapshot) {
+  optim_spec o;
+  auto s = make({1.f, 2.f}, o);
+  auto a = pull(s);
+  auto b = pull(s);
+  EXPECT_EQ(a.values.data(), b.values.data());  // no copy per pull
+  ASSERT_TRUE(push(s, grad({1.f, 1.f}, 0)));
+  auto c = pull(s);
+  EXPECT_NE(c.values.data(), a.values.data());  // a new version is a new buffer
+  EXPECT_EQ(a.values[0], 1.f);                  // and the old snapshot is untouched
+}
+
+}  // namespace
+}  // namespace actrain
