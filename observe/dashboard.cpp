@@ -37,7 +37,7 @@ td:first-child, th:first-child { text-align: left; }
  <g class="axes"></g>
  <polyline id="loss-plot-train" stroke="#1f77b4" points="" data-points="0"></polyline>
  <polyline id="loss-plot-test" stroke="#d62728" points="" data-points="0"></polyline>
- <text x="300" y="34" fill="#1f77b4">train</text><text x="300" y="48" fill="#d62728">test</text>
+ <text x="300" y="34" style="fill:#1f77b4">train</text><text x="300" y="48" style="fill:#d62728">test</text>
 </svg>
 <svg id="accuracy-plot" class="plot" width="380" height="240" viewBox="0 0 380 240">
  <text class="title" x="190" y="16" text-anchor="middle">test accuracy</text>
@@ -72,6 +72,9 @@ function fmt(v) {
   if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(2);
   return Number.isInteger(v) ? String(v) : v.toFixed(a >= 100 ? 1 : 4);
 }
+
+// Axis labels: three significant digits are enough to read a curve.
+function tick(v) { return Number(v.toPrecision(3)).toString(); }
 
 function svgText(g, x, y, s, anchor) {
   const t = document.createElementNS(NS, "text");
@@ -113,8 +116,8 @@ function drawPlot(plotId, xs, series) {
   svgLine(g, L, B, R, B); svgLine(g, L, T, L, B);
   for (let k = 0; k <= 4; ++k) {
     const xv = x0 + (x1 - x0) * k / 4, yv = y0 + (y1 - y0) * k / 4;
-    svgLine(g, sx(xv), B, sx(xv), B + 4); svgText(g, sx(xv), B + 16, fmt(xv));
-    svgLine(g, L - 4, sy(yv), L, sy(yv)); svgText(g, L - 6, sy(yv) + 4, fmt(yv), "end");
+    svgLine(g, sx(xv), B, sx(xv), B + 4); svgText(g, sx(xv), B + 16, tick(xv));
+    svgLine(g, L - 4, sy(yv), L, sy(yv)); svgText(g, L - 6, sy(yv) + 4, tick(yv), "end");
   }
   svgText(g, (L + R) / 2, 236, "seconds");
   series.forEach((s, i) => {

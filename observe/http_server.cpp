@@ -4,6 +4,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -159,10 +161,27 @@ class session : public std::enable_shared_from_this<session> {
                       });
   }
 
+  /// Lingering close: half-close, then read and discard what the client still sends (bounded
+  /// in bytes and time) until it closes too. Closing a socket with unread input makes the kernel
+  /// send RST, which can destroy our response before the client has read it.
   void close() {
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(to_duration(std::min(srv_.limits.timeout_s, 2.0)));
+    drain();
   }
+
+  void drain() {
+    stream_.async_read_some(asio::buffer(scratch_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->drained_ += n;
+                              if (!ec && self->drained_ < max_drain) self->drain();
+                            });
+  }
+
+  static constexpr std::size_t max_drain = 1 << 20;
+  std::array<char, 4096> scratch_;
+  std::size_t drained_ = 0;
 
   http_server::impl& srv_;
   beast::tcp_stream stream_;
