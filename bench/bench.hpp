@@ -28,10 +28,22 @@ std::string describe(const gemm_shape& s);  ///< e.g. "784x256x64 (A^T B)"
 /// rows, in call order (forward layers, then backward layers last to first).
 std::vector<gemm_shape> model_gemm_shapes(const model_spec& spec, int batch);
 
-/// Median GFLOP/s of `repeats` timed repeats of b.gemm on `s`; each repeat loops the call until
-/// it has run at least `min_seconds` (small shapes take microseconds).
+/// GFLOP/s by wall-clock time and by this process's CPU time. On a shared machine other
+/// processes take cores away: wall time then understates what the code does, CPU time does not
+/// (with 1 BLAS thread the process computes on one core at a time).
+struct gemm_rate {
+  double wall_gflops = 0;
+  double cpu_gflops = 0;
+};
+/// Medians over `repeats` timed repeats of b.gemm on `s`; each repeat loops the call until it
+/// has run at least `min_seconds` (small shapes take microseconds).
+gemm_rate measure_gemm(backend& b, const gemm_shape& s, int repeats = 5, double min_seconds = 0.05);
+/// measure_gemm(...).wall_gflops.
 double measure_gemm_gflops(backend& b, const gemm_shape& s, int repeats = 5,
                            double min_seconds = 0.05);
+
+/// Seconds of CPU time this process has used (all threads).
+double process_cpu_seconds();
 
 struct foundation_options {
   int gemm_repeats = 7;                ///< sgemm: median of this many repeats (>= 5)

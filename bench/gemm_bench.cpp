@@ -1,5 +1,6 @@
 // sgemm throughput through the backend seam, for the shapes a model actually runs.
 #include <chrono>
+#include <ctime>
 #include <random>
 #include <stdexcept>
 
@@ -36,7 +37,17 @@ std::vector<gemm_shape> model_gemm_shapes(const model_spec& spec, int batch) {
   return out;
 }
 
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double measure_gemm_gflops(backend& b, const gemm_shape& s, int repeats, double min_seconds) {
+  return measure_gemm(b, s, repeats, min_seconds).wall_gflops;
+}
+
+gemm_rate measure_gemm(backend& b, const gemm_shape& s, int repeats, double min_seconds) {
   if (repeats < 1 || s.m < 1 || s.n < 1 || s.k < 1)
     throw std::invalid_argument("measure_gemm_gflops: bad shape " + describe(s) + " or repeats " +
                                 std::to_string(repeats));
@@ -67,14 +78,17 @@ double measure_gemm_gflops(backend& b, const gemm_shape& s, int repeats, double 
     iters = t > 0 ? std::max(iters * 2, static_cast<long>(iters * 1.2 * min_seconds / t)) : iters * 2;
   }
   const double flops = 2.0 * s.m * s.n * s.k * static_cast<double>(iters);
-  std::vector<double> gflops;
+  std::vector<double> wall, cpu;
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = clk::now();
+    const double c0 = process_cpu_seconds();
     for (long i = 0; i < iters; ++i) run();
     b.synchronize();
-    gflops.push_back(flops / std::chrono::duration<double>(clk::now() - t0).count() / 1e9);
+    const double c = process_cpu_seconds() - c0;
+    wall.push_back(flops / std::chrono::duration<double>(clk::now() - t0).count() / 1e9);
+    cpu.push_back(c > 0 ? flops / c / 1e9 : 0);
   }
-  return median(gflops);
+  return {median(wall), median(cpu)};
 }
 
 }  // namespace actrain
