@@ -60,6 +60,19 @@ app_config::app_config() {
       .add<double>("noise", "synthetic: noise standard deviation")
       .add<int64_t>("train-subset", "use the first N training rows (0 = all)")
       .add<int64_t>("test-subset", "use the first N test rows (0 = all)");
+  // `actrain node`: how nodes find and trust each other (actors/cluster.hpp, docs/deployment.md).
+  opt_group{custom_options_, "cluster"}
+      .add<str>("role", "coordinator | ps | worker (or --role)")
+      .add<str>("host", "coordinator host; the coordinator binds to it (0.0.0.0 = all)")
+      .add<int64_t>("port", "coordinator port (0 on the coordinator: any free port)")
+      .add<str>("token", "shared cluster token; nodes with another token are refused")
+      .add<int64_t>("ps-nodes", "ps nodes the coordinator waits for")
+      .add<str>("name", "this node's name in messages")
+      .add<str>("port-file", "coordinator: write the bound port to this file")
+      .add<int64_t>("heartbeat", "milliseconds between heartbeats on every connection")
+      .add<int64_t>("connection-timeout", "milliseconds of silence before a peer is down")
+      .add<int64_t>("join-timeout", "milliseconds to connect and to wait for all nodes")
+      .add<double>("worker-delay", "worker node: extra seconds per step (fault injection)");
 }
 
 namespace {
