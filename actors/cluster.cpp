@@ -1,0 +1,454 @@
+#include "actors/cluster.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include <unistd.h>
+
+#include "actors/system.hpp"
+
+namespace actrain {
+
+node_role parse_role(const std::string& s) {
+  if (s == "coordinator") return node_role::coordinator;
+  if (s == "ps") return node_role::ps;
+  if (s == "worker") return node_role::worker;
+  throw std::invalid_argument("--role must be coordinator, ps or worker, got '" + s + "'");
+}
+
+std::string to_string(node_role r) {
+  switch (r) {
+    case node_role::coordinator: return "coordinator";
+    case node_role::ps: return "ps";
+    case node_role::worker: return "worker";
+  }
+  return "unknown";
+}
+
+void prepare_cluster_config(caf::actor_system_config& cfg, const cluster_options& opts) {
+  prepare_config(cfg);
+  cfg.load<caf::io::middleman>();
+  // One multiplexer thread serializes and writes; extra BASP workers only add hand-offs on
+  // 2 cores (CAF-NOTES.md: small RTT 65-135 us tuned vs 210-290 us default).
+  cfg.set("middleman.workers", static_cast<std::int64_t>(0));
+  cfg.set("middleman.heartbeat-interval", caf::timespan{opts.heartbeat});
+  cfg.set("middleman.connection-timeout", caf::timespan{opts.connection_timeout});
+}
+
+tensor byte_order_probe() {
+  // 1.0f is 3f800000: swapped it reads as a denormal; the others are asymmetric patterns.
+  return tensor(std::vector<float>{1.0f, -2.5f, 1234.5678f, 3.0e-20f});
+}
+
+bool is_byte_order_probe(const tensor& t) {
+  auto want = byte_order_probe();
+  return t.size() == want.size() &&
+         std::memcmp(t.data(), want.data(), want.size() * sizeof(float)) == 0;
+}
+
+caf::error check_hello(const std::string& expected_token, const std::string& role,
+                       const std::string& token, std::uint32_t version, const tensor& probe) {
+  if (role != "ps" && role != "worker")
+    return make_error(errc::bad_config, "unknown node role '" + role + "' (ps or worker)");
+  if (token != expected_token)
+    return make_error(errc::bad_token,
+                      "the cluster token of this " + role +
+                          " node does not match the coordinator's ([cluster] token)");
+  if (version != protocol_version)
+    return make_error(errc::version_mismatch,
+                      "protocol version " + std::to_string(version) + " of this " + role +
+                          " node differs from the coordinator's " +
+                          std::to_string(protocol_version));
+  if (!is_byte_order_probe(probe))
+    return make_error(errc::version_mismatch,
+                      "byte order or float format of this " + role +
+                          " node differs from the coordinator's (tensors travel as raw bytes)");
+  return caf::none;
+}
+
+void node_control::add(caf::actor a) {
+  std::unique_lock<std::mutex> guard{mtx_};
+  if (killed_) {
+    guard.unlock();
+    caf::anon_send_exit(a, caf::exit_reason::kill);
+    return;
+  }
+  actors_.push_back(std::move(a));
+}
+
+void node_control::on_kill(std::function<void()> f) {
+  std::unique_lock<std::mutex> guard{mtx_};
+  if (killed_) {
+    guard.unlock();
+    f();
+    return;
+  }
+  stoppers_.push_back(std::move(f));
+}
+
+void node_control::kill() {
+  std::vector<caf::actor> actors;
+  std::vector<std::function<void()>> stoppers;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (killed_) return;
+    killed_ = true;
+    actors.swap(actors_);
+    stoppers.swap(stoppers_);
+  }
+  for (auto& f : stoppers) f();
+  for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::kill);
+}
+
+bool node_control::killed() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return killed_;
+}
+
+std::size_t max_slice_bytes(const job_spec& job) {
+  std::size_t most = 0;
+  for (auto& r : job_ranges(job))
+    most = std::max(most, static_cast<std::size_t>(r.end - r.begin) * sizeof(float));
+  return most;
+}
+
+// -- the registrar (coordinator node) -----------------------------------------------------------
+
+namespace {
+
+struct cluster_members {
+  std::vector<shard_actor> shards;
+  std::vector<worker_actor> workers;
+};
+
+struct registrar_state {
+  static inline const char* name = "actrain.registrar";
+  job_spec job;
+  cluster_options opts;
+  std::function<void(const std::string&)> on_event;
+  std::shared_ptr<cluster_members> members;  ///< read by the node's thread once complete
+  int next_ps = 0;
+  int next_worker = 0;
+  int shards_joined = 0;
+  int workers_joined = 0;
+  std::vector<caf::response_promise> waiting;
+
+  bool complete() const { return shards_joined == job.shards && workers_joined == job.workers; }
+  std::string status() const {
+    return std::to_string(next_ps) + " of " + std::to_string(opts.ps_nodes) + " ps nodes, " +
+           std::to_string(shards_joined) + " of " + std::to_string(job.shards) + " shards, " +
+           std::to_string(workers_joined) + " of " + std::to_string(job.workers) +
+           " workers joined";
+  }
+  void event(const std::string& line) const {
+    if (on_event) on_event(line);
+  }
+};
+
+caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job,
+                        cluster_options opts, std::function<void(const std::string&)> on_event,
+                        std::shared_ptr<cluster_members> members) {
+  auto& st = self->state;
+  st.job = std::move(job);
+  st.opts = std::move(opts);
+  st.on_event = std::move(on_event);
+  st.members = std::move(members);
+  st.members->shards.resize(static_cast<std::size_t>(st.job.shards));
+  st.members->workers.resize(static_cast<std::size_t>(st.job.workers));
+  auto joined = [self] {
+    auto& st = self->state;
+    if (!st.complete()) return;
+    st.event("all nodes joined: " + st.status());
+    for (auto& p : st.waiting) p.deliver(true);
+    st.waiting.clear();
+  };
+  return {
+      [self](hello_atom, const std::string& role, const std::string& token,
+             std::uint32_t version, const tensor& probe,
+             const std::string& name) -> caf::result<std::int32_t, std::int32_t, tensor> {
+        auto& st = self->state;
+        auto refuse = [&](caf::error err) {
+          st.event("refused " + role + " node '" + name + "': " + describe_error(err));
+          return err;
+        };
+        if (auto err = check_hello(st.opts.token, role, token, version, probe))
+          return refuse(std::move(err));
+        if (role == "ps") {
+          if (st.next_ps >= st.opts.ps_nodes)
+            return refuse(make_error(errc::bad_config, "the cluster already has its " +
+                                                           std::to_string(st.opts.ps_nodes) +
+                                                           " ps nodes ([cluster] ps-nodes)"));
+          auto index = st.next_ps++;
+          st.event("ps node '" + name + "' registered as ps " + std::to_string(index));
+          return {index, static_cast<std::int32_t>(st.opts.ps_nodes), byte_order_probe()};
+        }
+        if (st.next_worker >= st.job.workers)
+          return refuse(make_error(errc::bad_config, "the cluster already has its " +
+                                                         std::to_string(st.job.workers) +
+                                                         " workers ([job] workers)"));
+        auto index = st.next_worker++;
+        st.event("worker node '" + name + "' registered as worker " + std::to_string(index));
+        return {index, static_cast<std::int32_t>(st.job.workers), byte_order_probe()};
+      },
+      [self, joined](join_shard_atom, std::int32_t index, shard_actor h) {
+        auto& st = self->state;
+        if (index < 0 || index >= st.job.shards || !h) return;
+        auto& slot = st.members->shards[static_cast<std::size_t>(index)];
+        if (slot) return;  // never replace a joined shard (a confused or late node)
+        slot = std::move(h);
+        st.shards_joined += 1;
+        joined();
+      },
+      [self, joined](join_worker_atom, std::int32_t index, worker_actor h) {
+        auto& st = self->state;
+        if (index < 0 || index >= st.job.workers || !h) return;
+        auto& slot = st.members->workers[static_cast<std::size_t>(index)];
+        if (slot) return;
+        slot = std::move(h);
+        st.workers_joined += 1;
+        joined();
+      },
+      [self](members_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.complete()) return true;
+        st.waiting.push_back(self->make_response_promise());
+        return st.waiting.back();
+      },
+      // Ends the cluster: every joined actor is told to stop (so remote nodes exit even when the
+      // job never started or failed), waiting callers fail, and the registrar quits.
+      [self](stop_atom) -> std::string {
+        auto& st = self->state;
+        for (auto& s : st.members->shards)
+          if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
+        for (auto& w : st.members->workers)
+          if (w) self->send(w, stop_atom::value);
+        for (auto& p : st.waiting)
+          p.deliver(make_error(errc::stopped, "the coordinator node stopped: " + st.status()));
+        st.waiting.clear();
+        auto s = st.status();
+        self->quit();
+        return s;
+      },
+  };
+}
+
+}  // namespace
+
+engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
+                                   std::shared_ptr<const job_data> data,
+                                   const cluster_options& opts, node_hooks hooks) {
+  validate(job);
+  if (opts.ps_nodes < 1 || opts.ps_nodes > job.shards)
+    throw std::invalid_argument("cluster.ps-nodes must be in [1, job.shards = " +
+                                std::to_string(job.shards) + "], got " +
+                                std::to_string(opts.ps_nodes));
+  if (job.mode != "async")
+    throw std::invalid_argument("job.mode: only async runs across nodes so far, got " + job.mode);
+  set_blas_threads(1);
+  engine_result fail;
+  auto event = [&](const std::string& s) {
+    if (hooks.on_event) hooks.on_event(s);
+  };
+  if (max_slice_bytes(job) > recommended_slice_bytes)
+    event("note: shard slices of " + std::to_string(max_slice_bytes(job) >> 20) +
+          " MiB travel as single messages; raise job.shards to keep them under " +
+          std::to_string(recommended_slice_bytes >> 20) + " MiB (docs/deployment.md)");
+  auto members = std::make_shared<cluster_members>();
+  auto reg = sys.spawn(registrar, job, opts, hooks.on_event, members);
+  caf::scoped_actor self{sys};
+  auto stop_registrar = [&] {
+    std::string status;
+    self->request(reg, std::chrono::seconds(5), stop_atom::value)
+        .receive([&](std::string& s) { status = std::move(s); }, [&](caf::error&) {});
+    self->wait_for(reg);
+    return status;
+  };
+  const char* bind = opts.host.empty() || opts.host == "0.0.0.0" ? nullptr : opts.host.c_str();
+  auto port = sys.middleman().publish(reg, opts.port, bind, true);
+  if (!port) {
+    stop_registrar();
+    fail.error = "cannot listen on " + opts.host + ":" + std::to_string(opts.port) + ": " +
+                 sys.render(port.error());
+    return fail;
+  }
+  auto unpublish = [&] { sys.middleman().unpublish(reg, *port); };
+  if (hooks.control)
+    hooks.control->on_kill([reg] { caf::anon_send(reg, stop_atom::value); });
+  if (!opts.port_file.empty()) {
+    // Write then rename: a launcher polling the file never reads half a number.
+    auto tmp = opts.port_file + ".tmp";
+    std::ofstream(tmp) << *port << "\n";
+    std::rename(tmp.c_str(), opts.port_file.c_str());
+  }
+  if (hooks.on_listening) hooks.on_listening(*port);
+  bool complete = false;
+  std::string why;
+  self->request(reg, opts.join_timeout, members_atom::value)
+      .receive([&](bool) { complete = true; }, [&](caf::error& e) { why = describe_error(e); });
+  if (!complete) {
+    auto status = stop_registrar();
+    unpublish();
+    fail.error = "the cluster did not form within " + std::to_string(opts.join_timeout.count()) +
+                 " ms (" + why + "): " + status;
+    return fail;
+  }
+  coordinator_config cc;
+  cc.job = job;
+  cc.data = std::move(data);
+  cc.ranges = job_ranges(job);
+  cc.shards = members->shards;
+  cc.fronts = cc.shards;
+  cc.workers = members->workers;
+  cc.hooks = std::move(hooks.engine);
+  cc.result = std::make_shared<engine_result>();
+  auto result = cc.result;
+  auto coord = sys.spawn(coordinator, std::move(cc));
+  if (hooks.control) hooks.control->add(caf::actor_cast<caf::actor>(coord));
+  self->monitor(coord);
+  self->send(coord, run_atom::value);
+  self->receive([](std::string&) {},
+                [&](caf::error& err) {
+                  if (result->error.empty()) result->error = describe_error(err);
+                },
+                [&](caf::down_msg& dm) {
+                  if (result->error.empty())
+                    result->error = "the coordinator stopped: " + describe_error(dm.reason);
+                });
+  self->wait_for(coord);
+  result->ok = result->ok && result->error.empty();
+  stop_registrar();
+  unpublish();
+  return std::move(*result);
+}
+
+// -- ps and worker nodes ------------------------------------------------------------------------
+
+caf::expected<caf::actor> connect_registrar(caf::actor_system& sys, const cluster_options& opts) {
+  auto deadline = std::chrono::steady_clock::now() + opts.join_timeout;
+  for (;;) {
+    auto reg = sys.middleman().remote_actor(opts.host, opts.port);
+    if (reg) return reg;
+    // The coordinator may not listen yet: retry until the deadline (a launcher starts all
+    // nodes at once).
+    if (std::chrono::steady_clock::now() >= deadline) return std::move(reg.error());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+namespace {
+
+struct registration {
+  caf::actor reg;
+  std::int32_t index = -1;
+  std::int32_t count = 0;
+};
+
+std::string node_name(node_role role, const cluster_options& opts) {
+  if (!opts.name.empty()) return opts.name;
+  return to_string(role) + "-" + std::to_string(::getpid());
+}
+
+/// Connects and registers; on failure, the message to show (already naming the coordinator).
+caf::expected<registration> register_node(caf::actor_system& sys, caf::scoped_actor& self,
+                                          node_role role, const cluster_options& opts,
+                                          const job_spec&) {
+  auto where = opts.host + ":" + std::to_string(opts.port);
+  auto reg = connect_registrar(sys, opts);
+  if (!reg)
+    return make_error(errc::node_down,
+                      "cannot reach the coordinator at " + where + ": " + sys.render(reg.error()));
+  registration out;
+  out.reg = *reg;
+  caf::error err;
+  self->request(out.reg, opts.join_timeout, hello_atom::value, to_string(role), opts.token,
+                protocol_version, byte_order_probe(), node_name(role, opts))
+      .receive(
+          [&](std::int32_t index, std::int32_t count, const tensor& probe) {
+            out.index = index;
+            out.count = count;
+            if (!is_byte_order_probe(probe))
+              err = make_error(errc::version_mismatch,
+                               "byte order or float format of the coordinator at " + where +
+                                   " differs from this node's");
+          },
+          [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    return make_error(errc::bad_config, "registration with the coordinator at " + where +
+                                            " refused: " + describe_error(err));
+  return out;
+}
+
+/// Waits until every actor of `mine` is down; if the coordinator goes first, kills them.
+void wait_node(caf::scoped_actor& self, const caf::actor& reg, std::vector<caf::actor> mine,
+               node_outcome& out) {
+  self->monitor(reg);
+  for (auto& a : mine) self->monitor(a);
+  auto alive = mine.size();
+  bool coordinator_gone = false;
+  while (alive > 0) {
+    self->receive([&](caf::down_msg& dm) {
+      if (dm.source == reg.address()) {
+        if (!coordinator_gone)
+          for (auto& a : mine) self->send_exit(a, caf::exit_reason::kill);
+        coordinator_gone = true;
+        return;
+      }
+      for (auto& a : mine)
+        if (a.address() == dm.source) alive -= 1;
+    });
+  }
+  out.ok = true;
+  out.message = coordinator_gone ? "the coordinator went away; local actors stopped"
+                                 : "stopped by the coordinator";
+}
+
+}  // namespace
+
+node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
+                         std::shared_ptr<node_control> control) {
+  node_outcome out;
+  caf::scoped_actor self{sys};
+  auto r = register_node(sys, self, node_role::ps, opts, job);
+  if (!r) {
+    out.message = describe_error(r.error());
+    return out;
+  }
+  out.index = r->index;
+  auto configs = make_shard_configs(job);
+  std::vector<caf::actor> mine;
+  for (std::size_t s = 0; s < configs.size(); ++s) {
+    if (static_cast<std::int32_t>(s) % r->count != r->index) continue;
+    auto h = sys.spawn(shard, std::move(configs[s]));
+    if (control) control->add(caf::actor_cast<caf::actor>(h));
+    mine.push_back(caf::actor_cast<caf::actor>(h));
+    self->send(r->reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
+  }
+  wait_node(self, r->reg, std::move(mine), out);
+  return out;
+}
+
+node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
+                             std::shared_ptr<const job_data> data, const cluster_options& opts,
+                             std::shared_ptr<node_control> control) {
+  node_outcome out;
+  set_blas_threads(1);
+  caf::scoped_actor self{sys};
+  auto r = register_node(sys, self, node_role::worker, opts, job);
+  if (!r) {
+    out.message = describe_error(r.error());
+    return out;
+  }
+  out.index = r->index;
+  auto train = std::shared_ptr<const dataset>(data, &data->train);
+  auto wc = make_worker_config(job, train, r->index);
+  if (opts.worker_delay_s > 0) wc.delay_s = opts.worker_delay_s;
+  auto h = sys.spawn<caf::detached>(worker, std::move(wc));
+  if (control) control->add(caf::actor_cast<caf::actor>(h));
+  self->send(r->reg, join_worker_atom::value, r->index, h);
+  wait_node(self, r->reg, {caf::actor_cast<caf::actor>(h)}, out);
+  return out;
+}
+
+}  // namespace actrain

@@ -1,0 +1,122 @@
+#pragma once
+// Cluster bootstrap: the coordinator node publishes a registrar; ps and worker nodes connect,
+// present the cluster token, protocol version and a byte-order probe, receive their index, spawn
+// their actors and join them. The coordinator then drives the job with the remote handles exactly
+// as run_job() drives local ones. Registration uses only CAF's built-in types plus `tensor`, so
+// it needs no type IDs beyond the actrain block.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "actors/engine.hpp"
+
+namespace actrain {
+
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using join_shard_atom = caf::atom_constant<caf::atom("joinshard")>;
+using join_worker_atom = caf::atom_constant<caf::atom("joinworker")>;
+using members_atom = caf::atom_constant<caf::atom("members")>;
+
+enum class node_role { coordinator, ps, worker };
+/// "coordinator" | "ps" | "worker"; throws std::invalid_argument naming the value otherwise.
+node_role parse_role(const std::string& s);
+std::string to_string(node_role r);
+
+/// How nodes find and trust each other: the [cluster] group of a deployment INI file.
+struct cluster_options {
+  std::string host = "127.0.0.1";  ///< coordinator host; the coordinator binds to it
+  std::uint16_t port = 0;          ///< coordinator port (0 there: any free port)
+  std::string token;               ///< shared secret; nodes with another token are refused
+  int ps_nodes = 1;                ///< ps nodes the coordinator waits for
+  std::string name;                ///< this node's name in messages ("" = role and pid)
+  std::string port_file;           ///< coordinator: write the bound port here (for launchers)
+  /// Heartbeats on every connection; a peer silent for connection_timeout is declared down, so
+  /// a hung (SIGSTOPped) node is detected within heartbeat + connection_timeout < 1 s.
+  std::chrono::milliseconds heartbeat{100};
+  std::chrono::milliseconds connection_timeout{700};
+  std::chrono::milliseconds join_timeout{30000};  ///< bound on connecting and on waiting for nodes
+  double worker_delay_s = 0;  ///< worker node: extra seconds per step (fault injection)
+};
+
+/// prepare_config() plus the middleman: loaded, one multiplexer thread (middleman.workers=0),
+/// heartbeats and the connection timeout of `opts`. Call once per config, before the system.
+void prepare_cluster_config(caf::actor_system_config& cfg, const cluster_options& opts);
+
+/// A small tensor whose raw bytes differ under any byte swap: nodes send it when they register,
+/// and each side checks the copy it receives (tensor values cross the wire in host byte order).
+tensor byte_order_probe();
+bool is_byte_order_probe(const tensor& t);
+
+/// Checks what a node presents; returns an actrain error (bad_token, version_mismatch) whose
+/// message says what differs, or no error.
+caf::error check_hello(const std::string& expected_token, const std::string& role,
+                       const std::string& token, std::uint32_t version, const tensor& probe);
+
+/// Lets another thread stop a node running in this process (simulated nodes, signal handlers).
+/// Thread-safe.
+class node_control {
+ public:
+  /// Records a local actor of the node: kill() sends it exit(kill).
+  void add(caf::actor a);
+  /// Runs `f` on kill() (or at once if already killed).
+  void on_kill(std::function<void()> f);
+  void kill();
+  bool killed() const;
+
+ private:
+  mutable std::mutex mtx_;
+  std::vector<caf::actor> actors_;
+  std::vector<std::function<void()>> stoppers_;
+  bool killed_ = false;
+};
+
+/// Callbacks of a coordinator node (called from CAF threads; keep them short).
+struct node_hooks {
+  engine_hooks engine;
+  std::function<void(std::uint16_t)> on_listening;  ///< the registrar is published at this port
+  std::function<void(const std::string&)> on_event;  ///< joins, refusals, departures
+  std::shared_ptr<node_control> control;             ///< optional: lets others stop the node
+};
+
+/// What a ps or worker node ends with.
+struct node_outcome {
+  bool ok = false;
+  std::string message;  ///< why it failed, or how it ended
+  std::int32_t index = -1;  ///< the index it was assigned
+};
+
+/// Coordinator node: publishes the registrar on opts.host:opts.port, waits (bounded by
+/// join_timeout) for opts.ps_nodes ps nodes holding job.shards shards and job.workers worker
+/// nodes, runs the job on their handles, stops every node's actors, unpublishes and returns.
+/// Blocks; `sys` must come from a config passed through prepare_cluster_config().
+engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
+                                   std::shared_ptr<const job_data> data,
+                                   const cluster_options& opts, node_hooks hooks = {});
+
+/// ps node: registers, spawns the shards s with s % ps_nodes == its index, joins them, and waits
+/// until they are stopped or the coordinator is gone. `job` must have its model dims fitted.
+node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
+                         std::shared_ptr<node_control> control = nullptr);
+
+/// Worker node: registers, spawns one worker with its assigned id, joins it, and waits until it
+/// is stopped or the coordinator is gone.
+node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
+                             std::shared_ptr<const job_data> data, const cluster_options& opts,
+                             std::shared_ptr<node_control> control = nullptr);
+
+/// Connects to the registrar at opts.host:opts.port, retrying until join_timeout.
+caf::expected<caf::actor> connect_registrar(caf::actor_system& sys, const cluster_options& opts);
+
+/// Largest shard slice of `job`, in bytes. Slices travel as one message each; keep them at most
+/// max_slice_bytes (raise job.shards) so no message is large enough to lose throughput.
+std::size_t max_slice_bytes(const job_spec& job);
+constexpr std::size_t recommended_slice_bytes = std::size_t{16} << 20;
+
+}  // namespace actrain
