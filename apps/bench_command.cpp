@@ -1,11 +1,27 @@
 #include <iostream>
 
 #include "apps/commands.hpp"
+#include "apps/doc_section.hpp"
+#include "bench/bench.hpp"
 
 namespace actrain {
 
+int bench_engine(const std::vector<std::string>& args);
+
 int bench_command(const std::vector<std::string>& args) {
-  std::cerr << "actrain bench: unknown benchmark '" << (args.empty() ? "" : args[0]) << "'\n";
+  auto what = args.empty() ? std::string{} : args[0];
+  std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (what == "foundation") {
+    update_doc_section(benchmarks_doc_path(), "foundation", bench_foundation());
+    return 0;
+  }
+  if (what == "reference") {
+    update_doc_section(benchmarks_doc_path(), "reference", bench_reference_accuracy());
+    return 0;
+  }
+  if (what == "engine") return bench_engine(rest);
+  std::cerr << "actrain bench: unknown benchmark '" << what
+            << "' (foundation, reference, engine)\n";
   return 2;
 }
 

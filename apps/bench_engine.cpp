@@ -1,0 +1,153 @@
+// `actrain bench engine`: the async engine against the reference trainer (and PyTorch when it is
+// installed), side by side in one run; `--full` adds the 10-epoch MLP runs with 1, 2, 4, 8
+// workers. Figures are printed and written to docs/benchmarks.md (section "engine").
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/engine.hpp"
+#include "actors/system.hpp"
+#include "apps/commands.hpp"
+#include "apps/doc_section.hpp"
+#include "bench/bench.hpp"
+#include "bench/median.hpp"
+
+namespace actrain {
+namespace {
+
+std::string fmt(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+/// Runs bench/torch/torch_ref.py (1 thread, batch 64, one epoch each) when Python has torch;
+/// returns job -> samples/s, empty when torch is missing.
+std::map<std::string, double> torch_rates(std::string* note) {
+  const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
+  std::string script = std::string(src ? src : ".") + "/bench/torch/torch_ref.py";
+  std::string py = "/usr/bin/python3";  // Debian's python3-torch lives there, not in a venv
+  std::string cmd = py + " -c 'import torch' 2>/dev/null && timeout 900 " + py + " " + script +
+                    " --epochs-linear 1 --epochs-softmax 1 --epochs-mlp 1 --threads 1 2>&1";
+  std::map<std::string, double> out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) {
+    auto j = nlohmann::json::parse(buf, nullptr, false);
+    if (j.is_object() && j.contains("job") && j.contains("samples_per_s"))
+      out[j["job"].get<std::string>()] = j["samples_per_s"].get<double>();
+  }
+  int rc = pclose(p);
+  if (out.empty() && note) *note = "PyTorch not measured (python3 without torch, rc " + std::to_string(rc) + ")";
+  return out;
+}
+
+engine_result run_engine(caf::actor_system& sys, job_spec job, std::shared_ptr<job_data> data,
+                         int workers, int shards) {
+  job.workers = workers;
+  job.shards = shards;
+  job.eval_every = 1e9;  // only the final evaluation, which is not timed
+  return run_job(sys, job, data);
+}
+
+}  // namespace
+
+int bench_engine(const std::vector<std::string>& args) {
+  bool full = false, with_torch = true;
+  int runs = 3;
+  std::int64_t rows = 20000;
+  for (auto& a : args) {
+    if (a == "--full") full = true;
+    else if (a == "--no-torch") with_torch = false;
+    else if (a.rfind("--runs=", 0) == 0) runs = std::stoi(a.substr(7));
+    else if (a.rfind("--rows=", 0) == 0) rows = std::stoll(a.substr(7));
+    else {
+      std::cerr << "bench engine: unknown option " << a
+                << " (--full, --no-torch, --runs=N, --rows=N)\n";
+      return 2;
+    }
+  }
+  caf::actor_system_config cfg;
+  prepare_config(cfg);
+  caf::actor_system sys{cfg};
+  set_blas_threads(1);
+  std::ostringstream md;
+  auto emit = [&](const std::string& s) {
+    std::cout << s << std::flush;
+    md << s;
+  };
+  emit("## Async engine vs the reference trainer (and PyTorch), side by side\n\n");
+  emit("Reproduce: `actrain bench engine" + std::string(full ? " --full" : "") +
+       "`. Batch 64, 1 BLAS thread per worker, one epoch over the first " + std::to_string(rows) +
+       " training rows per run, median of " + std::to_string(runs) +
+       " runs, runs of the two interleaved. Evaluation is not timed. The engine's figure is "
+       "training wall time from the first assignment to the last step, every message included.\n\n");
+  std::string torch_note;
+  auto torch = with_torch ? torch_rates(&torch_note) : std::map<std::string, double>{};
+  if (!with_torch) torch_note = "PyTorch not measured (--no-torch)";
+  emit("| model | reference samples/s | engine 1 worker + 1 shard | ratio | engine 2 workers + 2 shards | PyTorch 1 thread | engine 1w / PyTorch | engine 2w / PyTorch |\n");
+  emit("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  struct row_t {
+    std::string name, torch_key;
+    job_spec job;
+  };
+  std::vector<row_t> rows_list = {
+      {"MLP 784-256-10", "mlp", reference_mlp_job(1)},
+      {"softmax 784-10", "softmax", reference_softmax_job(1)},
+      {"linear 100 features", "linear", reference_linear_job(rows, 100, 1)}};
+  for (auto& r : rows_list) {
+    r.job.data.train_subset = rows;
+    r.job.data.test_subset = 1000;
+    auto data = std::make_shared<job_data>(load_job_data(r.job));
+    fit_model_to_data(r.job, *data);
+    std::vector<double> ref, one, two;
+    for (int i = 0; i < runs; ++i) {
+      ref.push_back(reference_train(r.job, *data).samples_per_s);
+      one.push_back(run_engine(sys, r.job, data, 1, 1).samples_per_s);
+      two.push_back(run_engine(sys, r.job, data, 2, 2).samples_per_s);
+    }
+    auto mref = median(ref), mone = median(one), mtwo = median(two);
+    std::string t = "-", t1 = "-", t2 = "-";
+    if (torch.count(r.torch_key)) {
+      auto tr = torch[r.torch_key];
+      t = fmt(tr, 0);
+      t1 = fmt(mone / tr, 2) + "x";
+      t2 = fmt(mtwo / tr, 2) + "x";
+    }
+    emit("| " + r.name + " | " + fmt(mref, 0) + " | " + fmt(mone, 0) + " | " +
+         fmt(mone / mref, 2) + " | " + fmt(mtwo, 0) + " | " + t + " | " + t1 + " | " + t2 + " |\n");
+  }
+  if (!torch_note.empty()) emit("\n" + torch_note + ".\n");
+  emit("\nPyTorch's 2-trainer RPC parameter server on the same MLP (BENCHMARKS.md, not re-run "
+       "here): 44-46 k samples/s; the goal is 2 workers >= 2x that.\n");
+  if (full) {
+    emit("\n### MLP 784-256-10 on Fashion-MNIST, async, 10 epochs (full data)\n\n");
+    emit("Hyper-parameters: " + describe_hparams(reference_mlp_job(10)) +
+         "; shards = 2. Test accuracy on the 10,000 test images.\n\n");
+    emit("| workers | test accuracy | test loss | samples/s | wall s | max staleness seen |\n");
+    emit("| --- | --- | --- | --- | --- | --- |\n");
+    auto job = reference_mlp_job(10);
+    auto data = std::make_shared<job_data>(load_job_data(job));
+    fit_model_to_data(job, *data);
+    for (int w : {1, 2, 4, 8}) {
+      auto res = run_engine(sys, job, data, w, 2);
+      std::int64_t maxs = 0;
+      for (std::size_t i = 0; i < res.staleness_histogram.size(); ++i)
+        if (res.staleness_histogram[i] > 0) maxs = static_cast<std::int64_t>(i);
+      emit("| " + std::to_string(w) + " | " + fmt(res.test.accuracy, 4) + " | " +
+           fmt(res.test.loss, 4) + " | " + fmt(res.samples_per_s, 0) + " | " +
+           fmt(res.seconds, 1) + " | " + std::to_string(maxs) + " |\n");
+    }
+  }
+  update_doc_section(benchmarks_doc_path(), full ? "engine-full" : "engine", md.str());
+  std::cout << "\nwritten to " << benchmarks_doc_path() << "\n";
+  return 0;
+}
+
+}  // namespace actrain

@@ -1,0 +1,15 @@
+#pragma once
+#include <string>
+
+namespace actrain {
+
+/// Replaces the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->` in the markdown file
+/// at `path` with `body` (appending the marked section when it is missing; creating the file
+/// when it does not exist). Written atomically (temp file + rename) so a crash never leaves a
+/// half-written document. Throws std::runtime_error naming the file on an I/O error.
+void update_doc_section(const std::string& path, const std::string& name, const std::string& body);
+
+/// docs/benchmarks.md of the source tree (ACTRAIN_SOURCE_DIR, else the current directory).
+std::string benchmarks_doc_path();
+
+}  // namespace actrain
