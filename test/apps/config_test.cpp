@@ -1,0 +1,75 @@
+// The actrain command's configuration: INI files in CAF's format, command-line overrides, and
+// clear refusals of what CAF alone would silently ignore.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "apps/job_config.hpp"
+
+namespace actrain {
+namespace {
+
+std::string write_ini(const std::string& name, const std::string& text) {
+  auto path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(config_test, a_good_file_with_overrides_fills_the_job) {
+  auto path = write_ini("good.ini",
+                        "[job]\nworkers=4\nshards=2\nmode=\"async\"\n[model]\nkind=\"mlp\"\n"
+                        "hidden=[128, 64]\n[optim]\nkind=\"adam\"\nlr=0.001\n"
+                        "[data]\nkind=\"synthetic_linear\"\nrows=1000\n");
+  app_config cfg;
+  ASSERT_EQ(load_app_config(cfg, {"--config", path, "--job.workers=8"}), "");
+  auto job = job_from_config(cfg);
+  EXPECT_EQ(job.workers, 8);  // the command line wins
+  EXPECT_EQ(job.shards, 2);
+  EXPECT_EQ(job.model.kind, "mlp");
+  EXPECT_EQ(job.model.hidden, (std::vector<int>{128, 64}));
+  EXPECT_EQ(job.optim.kind, "adam");
+  EXPECT_FLOAT_EQ(job.optim.lr, 0.001f);
+  EXPECT_EQ(job.data.rows, 1000);
+}
+
+TEST(config_test, an_unknown_key_is_refused_naming_key_and_file) {
+  auto path = write_ini("typo.ini", "[job]\nwrokers=4\n");
+  app_config cfg;
+  auto msg = load_app_config(cfg, {"--config", path});
+  EXPECT_NE(msg.find("job.wrokers"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+}
+
+TEST(config_test, a_value_of_the_wrong_type_is_refused) {
+  auto path = write_ini("type.ini", "[job]\nworkers=\"four\"\n");
+  app_config cfg;
+  auto msg = load_app_config(cfg, {"--config", path});
+  EXPECT_NE(msg.find("job.workers"), std::string::npos) << msg;
+}
+
+TEST(config_test, a_missing_file_and_a_bad_override_are_refused) {
+  app_config a;
+  auto msg = load_app_config(a, {"--config", "/nonexistent/x.ini"});
+  EXPECT_NE(msg.find("/nonexistent/x.ini"), std::string::npos) << msg;
+  app_config b;
+  EXPECT_NE(load_app_config(b, {"--job.workers=many"}), "");
+}
+
+TEST(config_test, every_sample_config_parses_and_validates) {
+  const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
+  ASSERT_NE(src, nullptr);
+  for (auto name : {"linear_synthetic.ini", "softmax_fashion.ini", "mlp_fashion.ini"}) {
+    app_config cfg;
+    auto path = std::string(src) + "/config/" + name;
+    ASSERT_EQ(load_app_config(cfg, {"--config", path}), "") << name;
+    auto job = job_from_config(cfg);
+    if (job.model.input_dim == 0) job.model.input_dim = job.data.kind == "fashion_mnist" ? 784 : job.data.features;
+    if (job.model.output_dim == 0) job.model.output_dim = job.model.kind == "linear" ? 1 : 10;
+    EXPECT_NO_THROW(validate(job)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace actrain
