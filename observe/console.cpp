@@ -66,7 +66,9 @@ std::string format_duration(double seconds) {
 progress_reporter::progress_reporter(std::ostream& out, bool terminal, double min_interval_s)
     : out_(out), terminal_(terminal), min_interval_s_(min_interval_s) {}
 
-bool progress_reporter::stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
+bool progress_reporter::stdout_is_terminal() {
+  return ::isatty(STDOUT_FILENO) == 1;
+}
 
 std::string progress_reporter::bar_line(const run_snapshot& s) const {
   constexpr int width = 24;
@@ -83,8 +85,8 @@ std::string progress_reporter::bar_line(const run_snapshot& s) const {
 std::string progress_reporter::plain_line(const run_snapshot& s) const {
   return "[" + format_duration(s.elapsed_s) + "] epoch " + std::to_string(s.epoch + 1) + "/" +
          std::to_string(s.epochs) + "  step " + std::to_string(s.step) + "  samples " +
-         std::to_string(s.samples) + "  loss " + fixed(s.train_loss, 4) + accuracy_part(s) +
-         "  " + grouped(s.samples_per_s) + " samples/s  ETA " + format_duration(s.eta_s);
+         std::to_string(s.samples) + "  loss " + fixed(s.train_loss, 4) + accuracy_part(s) + "  " +
+         grouped(s.samples_per_s) + " samples/s  ETA " + format_duration(s.eta_s);
 }
 
 void progress_reporter::report_stalls(const run_snapshot& s) {
@@ -122,8 +124,8 @@ void progress_reporter::report(const run_snapshot& s) {
       last_bar_ = line.substr(0, len);
     }
   } else {
-    const bool due = !printed_ || s.epoch != last_epoch_ ||
-                     s.elapsed_s - last_print_s_ >= min_interval_s_;
+    const bool due =
+        !printed_ || s.epoch != last_epoch_ || s.elapsed_s - last_print_s_ >= min_interval_s_;
     if (!due) return;
     out_ << plain_line(s) << '\n';
     last_print_s_ = s.elapsed_s;
@@ -184,26 +186,25 @@ std::string summary_table(const std::vector<std::string>& header,
 }
 
 std::string run_summary(const run_snapshot& s) {
-  std::string out = summary_table({{"job", s.job},
-                                   {"mode", s.mode},
-                                   {"epochs", std::to_string(s.epoch) + "/" +
-                                                  std::to_string(s.epochs)},
-                                   {"steps", std::to_string(s.step)},
-                                   {"samples", std::to_string(s.samples)},
-                                   {"time", format_duration(s.elapsed_s)},
-                                   {"samples/s", grouped(s.samples_per_s)},
-                                   {"train loss", fixed(s.train_loss, 4)},
-                                   {"test loss", fixed(s.test_loss, 4)},
-                                   {"test accuracy", fixed(s.test_accuracy, 4)},
-                                   {"dropped late", std::to_string(s.dropped_late)}});
+  std::string out =
+      summary_table({{"job", s.job},
+                     {"mode", s.mode},
+                     {"epochs", std::to_string(s.epoch) + "/" + std::to_string(s.epochs)},
+                     {"steps", std::to_string(s.step)},
+                     {"samples", std::to_string(s.samples)},
+                     {"time", format_duration(s.elapsed_s)},
+                     {"samples/s", grouped(s.samples_per_s)},
+                     {"train loss", fixed(s.train_loss, 4)},
+                     {"test loss", fixed(s.test_loss, 4)},
+                     {"test accuracy", fixed(s.test_accuracy, 4)},
+                     {"dropped late", std::to_string(s.dropped_late)}});
   if (!s.workers.empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& w : s.workers)
       rows.push_back({w.name, w.node, std::to_string(w.step), std::to_string(w.samples),
                       grouped(w.samples_per_s), fixed(w.loss, 4), w.state});
-    out += '\n' + summary_table({"worker", "node", "steps", "samples", "samples/s", "loss",
-                                 "state"},
-                                rows);
+    out += '\n' + summary_table(
+                      {"worker", "node", "steps", "samples", "samples/s", "loss", "state"}, rows);
   }
   if (!s.shards.empty()) {
     std::vector<std::vector<std::string>> rows;
@@ -211,9 +212,8 @@ std::string run_summary(const run_snapshot& s) {
       rows.push_back({x.name, x.node, std::to_string(x.version), std::to_string(x.pushes),
                       std::to_string(x.pulls), std::to_string(x.rejected),
                       std::to_string(x.dropped_stale + x.dropped_late)});
-    out += '\n' + summary_table({"shard", "node", "version", "pushes", "pulls", "rejected",
-                                 "dropped"},
-                                rows);
+    out += '\n' + summary_table(
+                      {"shard", "node", "version", "pushes", "pulls", "rejected", "dropped"}, rows);
   }
   return out;
 }

@@ -73,6 +73,15 @@ function fmt(v) {
   return Number.isInteger(v) ? String(v) : v.toFixed(a >= 100 ? 1 : 4);
 }
 
+// Durations as 42.5 s, 3:07 or 1:02:03.
+function format_s(v) {
+  if (v === null || v === undefined || !isFinite(v) || v < 0) return "-";
+  if (v < 60) return v.toFixed(1) + " s";
+  const t = Math.round(v), h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, s = t % 60;
+  const two = n => (n < 10 ? "0" : "") + n;
+  return h > 0 ? h + ":" + two(m) + ":" + two(s) : m + ":" + two(s);
+}
+
 // Axis labels: three significant digits are enough to read a curve.
 function tick(v) { return Number(v.toPrecision(3)).toString(); }
 
@@ -150,8 +159,8 @@ function render(s) {
   while (sum.firstChild) sum.removeChild(sum.firstChild);
   const items = [["epoch", (s.epoch) + " / " + (s.epochs)], ["step", fmt(s.step)],
     ["samples/s", fmt(s.samples_per_s)], ["train loss", fmt(s.train_loss)],
-    ["test accuracy", fmt(s.test_accuracy)], ["elapsed", fmt(s.elapsed_s) + " s"],
-    ["ETA", fmt(s.eta_s) + " s"], ["state", s.finished ? "finished" : "running"]];
+    ["test accuracy", fmt(s.test_accuracy)], ["elapsed", format_s(s.elapsed_s)],
+    ["ETA", format_s(s.eta_s)], ["state", s.finished ? "finished" : "running"]];
   for (const [k, v] of items) {
     const sp = document.createElement("span");
     sp.textContent = k + ": " + v;

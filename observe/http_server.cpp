@@ -1,11 +1,11 @@
 #include "observe/http_server.hpp"
 
+#include <algorithm>
+#include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <algorithm>
-#include <array>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -27,16 +27,17 @@ using tcp = asio::ip::tcp;
 http_reply route_request(const metrics_hub& hub, std::string_view method, std::string_view target) {
   const auto q = target.find('?');
   const std::string_view path = target.substr(0, q);
-  const bool known = path == "/" || path == "/index.html" || path == "/metrics" || path == "/status";
+  const bool known =
+      path == "/" || path == "/index.html" || path == "/metrics" || path == "/status";
   if (!known) return {404, "text/plain; charset=utf-8", "not found\n"};
   if (method != "GET") return {405, "text/plain; charset=utf-8", "method not allowed\n"};
   if (path == "/metrics")
     return {200, "text/plain; version=0.0.4; charset=utf-8", prometheus_text(hub.snapshot())};
   if (path == "/status")
-    return {200, "application/json",
-            status_json(hub.snapshot()).dump(-1, ' ', false,
-                                             nlohmann::json::error_handler_t::replace) +
-                "\n"};
+    return {
+        200, "application/json",
+        status_json(hub.snapshot()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+            "\n"};
   return {200, "text/html; charset=utf-8", dashboard_html()};
 }
 
@@ -107,10 +108,9 @@ class session : public std::enable_shared_from_this<session> {
     parser_->header_limit(static_cast<std::uint32_t>(srv_.limits.header_bytes));
     parser_->body_limit(srv_.limits.body_bytes);
     stream_.expires_after(to_duration(srv_.limits.timeout_s));
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->on_read(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
  private:
@@ -204,8 +204,7 @@ void http_server::impl::accept() {
       return;
     }
     accepted.fetch_add(1);
-    if (live < limits.max_connections)
-      std::make_shared<session>(std::move(socket), *this)->read();
+    if (live < limits.max_connections) std::make_shared<session>(std::move(socket), *this)->read();
     // else: the socket is closed here, refusing the connection.
     accept();
   });
@@ -217,7 +216,9 @@ http_server::http_server(metrics_hub& hub, std::string host, unsigned short port
                          http_limits limits)
     : hub_(hub), host_(std::move(host)), requested_port_(port), limits_(limits) {}
 
-http_server::~http_server() { stop(); }
+http_server::~http_server() {
+  stop();
+}
 
 void http_server::start() {
   if (started_) throw std::logic_error("http_server::start: already started");

@@ -33,8 +33,8 @@ http_address parse_http_address(const std::string& text);
 struct http_limits {
   std::size_t header_bytes = 64 * 1024;  ///< request line + headers
   std::size_t body_bytes = 64 * 1024;
-  double timeout_s = 5;                  ///< per read / write on a connection
-  std::size_t max_connections = 128;     ///< beyond this, new connections are closed at once
+  double timeout_s = 5;               ///< per read / write on a connection
+  std::size_t max_connections = 128;  ///< beyond this, new connections are closed at once
 };
 
 /// A small HTTP/1.1 server (Boost.Beast) serving a metrics_hub on its own thread.

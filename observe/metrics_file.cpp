@@ -9,7 +9,8 @@ namespace actrain::observe {
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// Shortest text that reads back as the same double; "" for NaN/Inf (CSV "missing").
@@ -33,8 +34,7 @@ metrics_file_writer::metrics_file_writer(const std::string& path) : path_(path) 
   } else if (ends_with(path, ".jsonl")) {
     csv_ = false;
   } else {
-    throw std::invalid_argument("metrics file '" + path +
-                                "': extension must be .csv or .jsonl");
+    throw std::invalid_argument("metrics file '" + path + "': extension must be .csv or .jsonl");
   }
   out_.open(path, std::ios::binary | std::ios::app);
   if (!out_) throw std::runtime_error("metrics file '" + path + "': cannot open for appending");

@@ -58,7 +58,9 @@ class writer {
   std::string out_;
 };
 
-double d(std::int64_t v) { return static_cast<double>(v); }
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
 
 }  // namespace
 
@@ -67,10 +69,17 @@ std::string prometheus_escape_label(const std::string& value) {
   out.reserve(value.size());
   for (char c : value) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -163,8 +172,9 @@ std::string prometheus_text(const run_snapshot& s) {
   }
 
   // Staleness: the hub keeps exact counts per value; Prometheus wants cumulative buckets.
-  w.family("actrain_staleness", "histogram", "Staleness (shard version minus base version) "
-                                             "of applied gradient pushes.");
+  w.family("actrain_staleness", "histogram",
+           "Staleness (shard version minus base version) "
+           "of applied gradient pushes.");
   std::int64_t count = 0;
   double sum = 0;
   for (const auto& [value, n] : s.staleness_histogram) {

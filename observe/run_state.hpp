@@ -13,15 +13,15 @@ namespace actrain::observe {
 
 /// One worker as the coordinator last heard of it.
 struct worker_status {
-  std::string name;                ///< e.g. "worker-3"
-  std::string node;                ///< node it runs on ("local" in one process)
-  std::int64_t step = 0;           ///< mini-batches computed
-  std::int64_t samples = 0;        ///< rows processed
-  double samples_per_s = 0;        ///< recent rate
-  double loss = 0;                 ///< last mini-batch loss
-  std::int64_t last_staleness = 0; ///< staleness of its last applied push
-  std::string state = "computing"; ///< "computing", "waiting for shard-1", "stopped", ...
-  double seconds_since_report = 0; ///< time since its last progress report
+  std::string name;                 ///< e.g. "worker-3"
+  std::string node;                 ///< node it runs on ("local" in one process)
+  std::int64_t step = 0;            ///< mini-batches computed
+  std::int64_t samples = 0;         ///< rows processed
+  double samples_per_s = 0;         ///< recent rate
+  double loss = 0;                  ///< last mini-batch loss
+  std::int64_t last_staleness = 0;  ///< staleness of its last applied push
+  std::string state = "computing";  ///< "computing", "waiting for shard-1", "stopped", ...
+  double seconds_since_report = 0;  ///< time since its last progress report
 };
 
 /// One parameter shard (or the barrier in front of it).

@@ -80,9 +80,9 @@ nlohmann::json status_json(const run_snapshot& s) {
     acc.push_back(num(p.test_accuracy));
     rate.push_back(num(p.samples_per_s));
   }
-  j["curve"] = {{"seconds", std::move(seconds)},      {"samples", std::move(samples)},
-                {"train_loss", std::move(train)},     {"test_loss", std::move(test)},
-                {"test_accuracy", std::move(acc)},    {"samples_per_s", std::move(rate)}};
+  j["curve"] = {{"seconds", std::move(seconds)},   {"samples", std::move(samples)},
+                {"train_loss", std::move(train)},  {"test_loss", std::move(test)},
+                {"test_accuracy", std::move(acc)}, {"samples_per_s", std::move(rate)}};
   return j;
 }
 

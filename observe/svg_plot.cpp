@@ -18,12 +18,23 @@ std::string xml_escape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -103,8 +114,8 @@ std::string svg_plot(const plot_spec& spec) {
     o += "<text x=\"" + fmt(left - 8) + "\" y=\"" + fmt(y + 4) + "\" text-anchor=\"end\">" +
          fmt(v) + "</text>\n";
   }
-  o += "<line x1=\"" + fmt(left) + "\" y1=\"" + fmt(bottom) + "\" x2=\"" + fmt(right) +
-       "\" y2=\"" + fmt(bottom) + "\" stroke=\"black\"/>\n";
+  o += "<line x1=\"" + fmt(left) + "\" y1=\"" + fmt(bottom) + "\" x2=\"" + fmt(right) + "\" y2=\"" +
+       fmt(bottom) + "\" stroke=\"black\"/>\n";
   o += "<line x1=\"" + fmt(left) + "\" y1=\"" + fmt(top) + "\" x2=\"" + fmt(left) + "\" y2=\"" +
        fmt(bottom) + "\" stroke=\"black\"/>\n";
   o += "</g>\n";
@@ -175,8 +186,8 @@ std::vector<std::string> write_curve_plots(const std::string& prefix,
   }
   std::vector<std::string> paths{prefix + "-loss.svg", prefix + "-accuracy.svg",
                                  prefix + "-throughput.svg"};
-  write_svg_plot(paths[0], {"loss", "seconds", "loss", {{"train", t, train, ""},
-                                                         {"test", t, test, ""}}});
+  write_svg_plot(paths[0],
+                 {"loss", "seconds", "loss", {{"train", t, train, ""}, {"test", t, test, ""}}});
   write_svg_plot(paths[1], {"test accuracy", "seconds", "accuracy", {{"test", t, acc, "#2ca02c"}}});
   write_svg_plot(paths[2],
                  {"throughput", "seconds", "samples / s", {{"samples/s", t, rate, "#9467bd"}}});

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "observe/http_server.hpp"
+#include "observe/svg_plot.hpp"
 #include "synthetic_run.hpp"
 
 namespace actrain::observe {
@@ -101,7 +102,7 @@ int run_bounded(const std::vector<std::string>& args, const fs::path& out_path,
     const auto left = live_children();
     for (pid_t c : left) ::kill(c, SIGKILL);
     for (pid_t c : left) ::waitpid(c, nullptr, 0);  // killed: returns promptly
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {  // zombies re-parented here
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {   // zombies re-parented here
     }
     if (left.empty()) break;
   }
@@ -208,8 +209,8 @@ TEST(dashboard_browser, chromium_renders_the_live_curves) {
 
   const std::string dom = read(dir / "dashboard-dom.html");
   ASSERT_NE(dom.find("id=\"loss-plot\""), std::string::npos) << "DOM not dumped; see chromium.log";
-  for (const char* id : {"loss-plot-train", "loss-plot-test", "accuracy-plot-test",
-                         "throughput-plot-rate"}) {
+  for (const char* id :
+       {"loss-plot-train", "loss-plot-test", "accuracy-plot-test", "throughput-plot-rate"}) {
     const auto d = polyline(dom, id);
     EXPECT_GT(d.data_points, 1) << id;
     EXPECT_EQ(d.pairs, d.data_points) << id;
@@ -233,6 +234,9 @@ TEST(dashboard_browser, chromium_renders_the_live_curves) {
   EXPECT_GE(be32(16), 800u);  // width
   EXPECT_GE(be32(20), 600u);  // height
   std::cout << "screenshot: " << png << "\n";
+  // The same run's curves as SVG files next to the screenshot (what docs/ shows).
+  const auto plots = write_curve_plots((dir / "synthetic").string(), hub.snapshot().curve);
+  for (const auto& p : plots) EXPECT_GT(fs::file_size(p), 1000u) << p;
 }
 
 }  // namespace

@@ -14,9 +14,9 @@
 namespace actrain::observe {
 namespace {
 
-using testing::raw_exchange;
 using testing::http_get;
 using testing::parse_response;
+using testing::raw_exchange;
 
 class http_endpoint : public ::testing::Test {
  protected:
@@ -70,8 +70,9 @@ TEST_F(http_endpoint, unknown_path_404_other_method_405_query_ignored) {
 TEST_F(http_endpoint, bad_requests_get_4xx) {
   EXPECT_EQ(parse_response(raw_exchange(server_.port(), "GARBAGE\r\n\r\n")).status, 400);
   EXPECT_EQ(parse_response(raw_exchange(server_.port(), "GET / HTTP/9\r\n\r\n")).status, 400);
-  EXPECT_EQ(parse_response(raw_exchange(server_.port(), "GET / HTTP/1.1\r\nBad Header\r\n\r\n")).status,
-            400);
+  EXPECT_EQ(
+      parse_response(raw_exchange(server_.port(), "GET / HTTP/1.1\r\nBad Header\r\n\r\n")).status,
+      400);
   const std::string huge = "GET / HTTP/1.1\r\nX: " + std::string(100 * 1024, 'a') + "\r\n\r\n";
   EXPECT_EQ(parse_response(raw_exchange(server_.port(), huge)).status, 431);
   const std::string big_body = "POST /status HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n";
@@ -79,11 +80,13 @@ TEST_F(http_endpoint, bad_requests_get_4xx) {
 }
 
 TEST_F(http_endpoint, keep_alive_serves_several_requests_on_one_connection) {
-  const std::string two = "GET /status HTTP/1.1\r\nHost: x\r\n\r\n"
-                          "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  const std::string two =
+      "GET /status HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   const auto raw = raw_exchange(server_.port(), two);
   std::size_t n = 0;
-  for (auto p = raw.find("HTTP/1.1 200"); p != std::string::npos; p = raw.find("HTTP/1.1 200", p + 1))
+  for (auto p = raw.find("HTTP/1.1 200"); p != std::string::npos;
+       p = raw.find("HTTP/1.1 200", p + 1))
     ++n;
   EXPECT_EQ(n, 2u);
 }
@@ -107,9 +110,14 @@ TEST_F(http_endpoint, survives_1000_garbage_payloads_while_the_hub_changes) {
   });
   std::mt19937 rng(42);
   const std::vector<std::string> prefixes{
-      "", "GET ", "GET / HTTP/1.1\r\n", "POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\n",
-      "GET /status HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "\r\n\r\n",
-      "GET /\x01\x02 HTTP/1.1\r\n\r\n", "PUT / HTTP/1.0\r\nContent-Length: -1\r\n\r\n"};
+      "",
+      "GET ",
+      "GET / HTTP/1.1\r\n",
+      "POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\n",
+      "GET /status HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "\r\n\r\n",
+      "GET /\x01\x02 HTTP/1.1\r\n\r\n",
+      "PUT / HTTP/1.0\r\nContent-Length: -1\r\n\r\n"};
   int answered_4xx = 0;
   for (int i = 0; i < 1000; ++i) {
     std::string payload = prefixes[rng() % prefixes.size()];

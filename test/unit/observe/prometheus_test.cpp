@@ -32,15 +32,20 @@ struct exposition {
       if (s.name == name) out.push_back(s);
     return out;
   }
-  double value(const std::string& name, const std::map<std::string, std::string>& labels = {}) const {
+  double value(const std::string& name,
+               const std::map<std::string, std::string>& labels = {}) const {
     for (const auto& s : samples)
       if (s.name == name && s.labels == labels) return s.value;
     throw std::runtime_error("no sample " + name);
   }
 };
 
-bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
-bool name_char(char c) { return name_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
+bool name_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':';
+}
+bool name_char(char c) {
+  return name_start(c) || std::isdigit(static_cast<unsigned char>(c));
+}
 
 double parse_value(const std::string& v) {
   if (v == "NaN") return NAN;
@@ -98,9 +103,12 @@ exposition parse(const std::string& text) {
           if (line[i] == '\\') {
             ++i;
             if (i >= line.size()) throw std::runtime_error("bad escape: " + line);
-            if (line[i] == 'n') value += '\n';
-            else if (line[i] == '\\' || line[i] == '"') value += line[i];
-            else throw std::runtime_error("bad escape: " + line);
+            if (line[i] == 'n')
+              value += '\n';
+            else if (line[i] == '\\' || line[i] == '"')
+              value += line[i];
+            else
+              throw std::runtime_error("bad escape: " + line);
           } else {
             value += line[i];
           }
@@ -174,9 +182,9 @@ TEST(prometheus, expected_names_types_and_values) {
   EXPECT_EQ(e.value("actrain_shard_rejected_total", {{"shard", "shard-0"}, {"node", "local"}}), 1);
   EXPECT_EQ(e.value("actrain_mailbox_depth", {{"shard", "shard-0"}, {"node", "local"}}), 4);
   EXPECT_EQ(e.value("actrain_worker_step", {{"worker", "worker-1"}, {"node", "local"}}), 88);
-  EXPECT_EQ(e.value("actrain_worker_samples_per_second",
-                    {{"worker", "worker-0"}, {"node", "local"}}),
-            460.5);
+  EXPECT_EQ(
+      e.value("actrain_worker_samples_per_second", {{"worker", "worker-0"}, {"node", "local"}}),
+      460.5);
   // The quote in the node name survives escaping and parsing.
   EXPECT_EQ(e.value("actrain_node_bytes_sent_total", {{"node", "node \"b\""}}), 30);
   EXPECT_EQ(e.value("actrain_node_bytes_received_total", {{"node", "local"}}), 2000);

@@ -34,8 +34,8 @@ TEST(status_json, carries_job_workers_shards_stalls_and_curve) {
   ASSERT_EQ(j.at("stalls").size(), 1u);
   EXPECT_EQ(j["stalls"][0], "sync step 12 on shard-0 waits 2.3 s for worker-2");
   const auto& c = j.at("curve");
-  for (const char* k : {"seconds", "samples", "train_loss", "test_loss", "test_accuracy",
-                        "samples_per_s"})
+  for (const char* k :
+       {"seconds", "samples", "train_loss", "test_loss", "test_accuracy", "samples_per_s"})
     EXPECT_EQ(c.at(k).size(), 8u) << k;
   EXPECT_EQ(c["seconds"][3], 1.5);
   EXPECT_EQ(c["samples"][3], 1920);

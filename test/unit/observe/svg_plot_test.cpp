@@ -47,7 +47,8 @@ std::string check_well_formed(const std::string& x) {
     if (tag.empty()) throw std::runtime_error("empty tag");
     if (tag[0] == '?' || tag[0] == '!') continue;
     if (tag[0] == '/') {
-      if (stack.empty() || stack.back() != tag.substr(1)) throw std::runtime_error("bad close " + tag);
+      if (stack.empty() || stack.back() != tag.substr(1))
+        throw std::runtime_error("bad close " + tag);
       stack.pop_back();
       continue;
     }

@@ -142,8 +142,8 @@ inline response parse_response(const std::string& raw) {
 inline response http_get(unsigned short port, const std::string& target,
                          const std::string& method = "GET") {
   return parse_response(raw_exchange(port, method + " " + target +
-                                           " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                           "Connection: close\r\n\r\n"));
+                                               " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                               "Connection: close\r\n\r\n"));
 }
 
 }  // namespace actrain::observe::testing
