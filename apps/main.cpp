@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "apps/commands.hpp"
+#include "apps/node_command.hpp"
 
 namespace {
 
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "train") return actrain::train_command(args);
     if (cmd == "bench") return actrain::bench_command(args);
+    if (cmd == "node") return actrain::node_command(args);
   } catch (const std::exception& e) {
     std::cerr << "actrain " << cmd << ": " << e.what() << "\n";
     return 1;

@@ -1,0 +1,158 @@
+#include "apps/node_command.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include <pthread.h>
+
+#include "apps/job_config.hpp"
+
+namespace actrain {
+
+cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
+  using caf::get_or;
+  auto& c = caf::content(cfg);
+  cluster_options o;
+  auto ms = [&](const char* key, std::chrono::milliseconds def) {
+    auto v = get_or(c, key, static_cast<std::int64_t>(def.count()));
+    if (v <= 0) throw std::invalid_argument(std::string(key) + " must be > 0 ms, got " +
+                                            std::to_string(v));
+    return std::chrono::milliseconds(v);
+  };
+  o.host = get_or(c, "cluster.host", o.host);
+  auto port = get_or(c, "cluster.port", static_cast<std::int64_t>(0));
+  if (port < 0 || port > 65535)
+    throw std::invalid_argument("cluster.port must be in [0, 65535], got " + std::to_string(port));
+  o.port = static_cast<std::uint16_t>(port);
+  o.token = get_or(c, "cluster.token", o.token);
+  auto ps = get_or(c, "cluster.ps-nodes", static_cast<std::int64_t>(o.ps_nodes));
+  if (ps < 1 || ps > 4096)
+    throw std::invalid_argument("cluster.ps-nodes must be in [1, 4096], got " + std::to_string(ps));
+  o.ps_nodes = static_cast<int>(ps);
+  o.name = get_or(c, "cluster.name", o.name);
+  o.port_file = get_or(c, "cluster.port-file", o.port_file);
+  o.heartbeat = ms("cluster.heartbeat", o.heartbeat);
+  o.connection_timeout = ms("cluster.connection-timeout", o.connection_timeout);
+  o.join_timeout = ms("cluster.join-timeout", o.join_timeout);
+  o.worker_delay_s = get_or(c, "cluster.worker-delay", o.worker_delay_s);
+  if (o.connection_timeout <= o.heartbeat)
+    throw std::invalid_argument("cluster.connection-timeout must exceed cluster.heartbeat");
+  return o;
+}
+
+namespace {
+
+/// SIGINT/SIGTERM stop the node cleanly: a thread waits for them (blocked everywhere else, so
+/// CAF's threads never see them) and kills the node's actors, which ends the node's run.
+class signal_guard {
+ public:
+  explicit signal_guard(std::shared_ptr<node_control> control) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);  // inherited by every thread started later
+    thread_ = std::thread([this, control] {
+      timespec tick{0, 100 * 1000 * 1000};
+      while (!done_) {
+        if (sigtimedwait(&set_, nullptr, &tick) > 0) {
+          std::cerr << "actrain node: signal received, stopping" << std::endl;
+          control->kill();
+        }
+      }
+    });
+  }
+  ~signal_guard() {
+    done_ = true;
+    thread_.join();
+  }
+
+ private:
+  sigset_t set_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+int node_command(const std::vector<std::string>& args) {
+  std::vector<std::string> rest;
+  std::string role_arg;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--role" && i + 1 < args.size()) role_arg = args[++i];
+    else if (args[i].rfind("--role=", 0) == 0) role_arg = args[i].substr(7);
+    else rest.push_back(args[i]);
+  }
+  app_config cfg;
+  if (auto msg = load_app_config(cfg, rest); !msg.empty()) {
+    std::cerr << "actrain node: " << msg << "\n";
+    return 2;
+  }
+  node_role role;
+  cluster_options opts;
+  job_spec job;
+  std::shared_ptr<job_data> data;
+  try {
+    if (role_arg.empty()) role_arg = caf::get_or(caf::content(cfg), "cluster.role", std::string{});
+    if (role_arg.empty()) throw std::invalid_argument("--role (or cluster.role) is required");
+    role = parse_role(role_arg);
+    opts = cluster_from_config(cfg);
+    job = job_from_config(cfg);
+    // Every node derives the same data from the same config (synthetic data from the seed), so
+    // no data crosses the network; ps nodes need it only for the model's dimensions.
+    data = std::make_shared<job_data>(load_job_data(job));
+    fit_model_to_data(job, *data);
+    validate(job);
+  } catch (const std::exception& e) {
+    std::cerr << "actrain node: " << e.what() << "\n";
+    return 2;
+  }
+  prepare_cluster_config(cfg, opts);
+  auto control = std::make_shared<node_control>();
+  signal_guard guard{control};
+  caf::actor_system sys{cfg};
+  auto tag = "[" + to_string(role) + "] ";
+  if (role == node_role::coordinator) {
+    node_hooks hooks;
+    hooks.control = control;
+    hooks.on_listening = [&](std::uint16_t port) {
+      std::cout << tag << "listening on port " << port << std::endl;
+    };
+    hooks.on_event = [&](const std::string& line) { std::cout << tag << line << std::endl; };
+    hooks.engine.on_eval = [&](const progress_point& p) {
+      std::cout << tag << "epoch " << p.epoch << "/" << job.epochs << "  step " << p.step
+                << "  train loss " << std::setprecision(4) << p.train_loss << "  test loss "
+                << p.test_loss << "  test acc " << p.test_accuracy << std::endl;
+    };
+    hooks.engine.on_event = hooks.on_event;
+    engine_result res;
+    try {
+      res = run_coordinator_node(sys, job, data, opts, hooks);
+    } catch (const std::exception& e) {
+      std::cerr << "actrain node: " << e.what() << "\n";
+      return 2;
+    }
+    if (!res.ok) {
+      std::cerr << "actrain node: job failed: " << res.error << "\n";
+      return 1;
+    }
+    std::cout << tag << "result: test loss " << std::setprecision(9) << res.test.loss
+              << ", test accuracy " << res.test.accuracy << ", "
+              << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds
+              << " s, workers lost " << res.workers_lost << std::endl;
+    return 0;
+  }
+  auto out = role == node_role::ps ? run_ps_node(sys, job, opts, control)
+                                   : run_worker_node(sys, job, data, opts, control);
+  if (!out.ok) {
+    std::cerr << "actrain node: " << out.message << "\n";
+    return 3;
+  }
+  std::cout << tag << to_string(role) << " " << out.index << ": " << out.message << std::endl;
+  return 0;
+}
+
+}  // namespace actrain
