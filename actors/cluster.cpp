@@ -68,14 +68,14 @@ caf::error check_hello(const std::string& expected_token, const std::string& rol
   return caf::none;
 }
 
-void node_control::add(caf::actor a) {
+void node_control::add(const caf::actor& a) {
   std::unique_lock<std::mutex> guard{mtx_};
   if (killed_) {
     guard.unlock();
     caf::anon_send_exit(a, caf::exit_reason::kill);
     return;
   }
-  actors_.push_back(std::move(a));
+  actors_.push_back(a.address());
 }
 
 void node_control::on_kill(std::function<void()> f) {
@@ -89,7 +89,7 @@ void node_control::on_kill(std::function<void()> f) {
 }
 
 void node_control::kill() {
-  std::vector<caf::actor> actors;
+  std::vector<caf::actor_addr> actors;
   std::vector<std::function<void()>> stoppers;
   {
     std::lock_guard<std::mutex> guard{mtx_};

@@ -63,8 +63,9 @@ caf::error check_hello(const std::string& expected_token, const std::string& rol
 /// Thread-safe.
 class node_control {
  public:
-  /// Records a local actor of the node: kill() sends it exit(kill).
-  void add(caf::actor a);
+  /// Records a local actor of the node: kill() sends it exit(kill). Keeps only its address: a
+  /// strong reference would keep a detached actor's thread waiting at shutdown.
+  void add(const caf::actor& a);
   /// Runs `f` on kill() (or at once if already killed).
   void on_kill(std::function<void()> f);
   void kill();
@@ -72,7 +73,7 @@ class node_control {
 
  private:
   mutable std::mutex mtx_;
-  std::vector<caf::actor> actors_;
+  std::vector<caf::actor_addr> actors_;
   std::vector<std::function<void()>> stoppers_;
   bool killed_ = false;
 };

@@ -51,6 +51,14 @@ sim_cluster::sim_cluster(sim_cluster_config cfg) : cfg_(std::move(cfg)) {
         std::lock_guard<std::mutex> guard{events_mtx_};
         events_.push_back(line);
       };
+      // The engine's events (lost workers) go to the same list, and on to the caller's hook.
+      hooks.engine.on_event = [this, user = cfg_.hooks.on_event](const std::string& line) {
+        {
+          std::lock_guard<std::mutex> guard{events_mtx_};
+          events_.push_back(line);
+        }
+        if (user) user(line);
+      };
       auto r = run_coordinator_node(sys, cfg_.job, cfg_.data, cfg_.cluster, std::move(hooks));
       if (!told) listening.set_value(0);
       result.set_value(std::move(r));

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "apps/job_config.hpp"
+#include "tensor/backend.hpp"
 
 namespace actrain {
 
@@ -139,7 +140,12 @@ int node_command(const std::vector<std::string>& args) {
       std::cerr << "actrain node: job failed: " << res.error << "\n";
       return 1;
     }
-    std::cout << tag << "result: test loss " << std::setprecision(9) << res.test.loss
+    // The training-set loss of the final parameters: what the closed-form least-squares MSE
+    // is compared with (tests and the launcher print it).
+    auto cpu = make_cpu_backend();
+    auto train = evaluate(job.model, res.params, data->train, *cpu);
+    std::cout << tag << "result: train loss " << std::setprecision(9) << train.loss
+              << ", test loss " << res.test.loss
               << ", test accuracy " << res.test.accuracy << ", "
               << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds
               << " s, workers lost " << res.workers_lost << std::endl;

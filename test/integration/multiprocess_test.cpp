@@ -1,0 +1,184 @@
+// Real `actrain node` processes on 127.0.0.1: 1 coordinator (port 0, reported on its stdout),
+// 2 ps and 3 workers train the linear-regression case to the closed-form MSE. Every wait is
+// bounded; teardown SIGKILLs and reaps whatever still runs, so no process is left behind.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cluster_jobs.hpp"
+#include "data/readers.hpp"
+
+namespace actrain {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct child {
+  pid_t pid = -1;
+  int out = -1;        ///< read end of its stdout+stderr
+  std::string text;    ///< what it printed so far
+  int status = -1;     ///< waitpid status once reaped
+  bool reaped = false;
+};
+
+struct multiprocess_test : ::testing::Test {
+  std::vector<child> kids;
+  std::string token = "mp-" + std::to_string(::getpid());
+
+  ~multiprocess_test() override {
+    for (auto& k : kids) {
+      if (!k.reaped && k.pid > 0) {
+        ::kill(k.pid, SIGKILL);
+        ::waitpid(k.pid, &k.status, 0);
+      }
+      if (k.out >= 0) ::close(k.out);
+    }
+  }
+
+  std::vector<std::string> common_args() const {
+    auto job = test::linear_job(3);
+    auto* env = std::getenv("ACTRAIN_SOURCE_DIR");
+    auto src = std::string(env ? env : ACTRAIN_SOURCE_DEFAULT);
+    return {"--config", src + "/config/cluster-linear.ini", "--cluster.token=" + token,
+            "--cluster.join-timeout=15000", "--job.workers=3", "--job.shards=2",
+            "--job.batch=32", "--job.epochs=6", "--job.eval-every=0.5",
+            "--data.rows=20000", "--data.test-rows=1000", "--data.features=20",
+            "--optim.lr=0.02", "--optim.total-steps=" + std::to_string(job.optim.total_steps)};
+  }
+
+  std::size_t spawn(const std::string& role, std::vector<std::string> extra) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    std::vector<std::string> args{ACTRAIN_BINARY, "node", "--role", role};
+    for (auto& a : common_args()) args.push_back(a);
+    for (auto& a : extra) args.push_back(a);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(fds[1], 1);
+      ::dup2(fds[1], 2);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    kids.push_back(child{pid, fds[0], {}, -1, false});
+    return kids.size() - 1;
+  }
+
+  /// Reads whatever child k printed; true at end of file.
+  static bool drain(child& k) {
+    char buf[4096];
+    for (;;) {
+      auto n = ::read(k.out, buf, sizeof buf);
+      if (n > 0) k.text.append(buf, static_cast<std::size_t>(n));
+      else return n == 0;
+    }
+  }
+
+  /// Waits (bounded) until child k printed `what`; returns the text after it up to the line end.
+  std::string wait_for_line(std::size_t k, const std::string& what, std::chrono::seconds bound) {
+    auto deadline = clock_type::now() + bound;
+    auto& c = kids[k];
+    for (;;) {
+      auto at = c.text.find(what);
+      if (at != std::string::npos) {
+        auto end = c.text.find('\n', at);
+        if (end != std::string::npos) return c.text.substr(at + what.size(), end - at - what.size());
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+      if (left.count() <= 0) return {};
+      pollfd p{c.out, POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 200)));
+      if (drain(c) && c.text.find(what) == std::string::npos) return {};
+    }
+  }
+
+  /// Reaps every child, bounded; returns false if one was still running at the deadline.
+  bool reap_all(std::chrono::seconds bound) {
+    auto deadline = clock_type::now() + bound;
+    for (;;) {
+      bool all = true;
+      for (auto& k : kids) {
+        if (k.reaped) continue;
+        drain(k);
+        if (::waitpid(k.pid, &k.status, WNOHANG) == k.pid) k.reaped = true;
+        else all = false;
+      }
+      if (all) return true;
+      if (clock_type::now() > deadline) {
+        for (auto& k : kids)
+          if (!k.reaped) ADD_FAILURE() << "still running: pid " << k.pid << ":\n" << k.text;
+        return false;
+      }
+      std::this_thread::sleep_for(10ms);  // polling child exit; bounded by the deadline
+    }
+  }
+
+  double closed_form() const {
+    auto job = test::linear_job(3);
+    job.seed = 42;
+    return least_squares_mse(load_job_data(job).train);
+  }
+
+  std::size_t start_cluster() {
+    auto coord = spawn("coordinator", {"--cluster.port=0"});
+    auto port = wait_for_line(coord, "listening on port ", 20s);
+    if (port.empty()) throw std::runtime_error("coordinator did not listen: " + kids[coord].text);
+    for (auto role : {"ps", "ps", "worker", "worker", "worker"})
+      spawn(role, {"--cluster.port=" + port});
+    return coord;
+  }
+};
+
+TEST_F(multiprocess_test, six_processes_train_linear_regression_to_the_closed_form) {
+  auto coord = start_cluster();
+  auto line = wait_for_line(coord, "result: train loss ", 25s);
+  ASSERT_FALSE(line.empty()) << kids[coord].text;
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  for (auto& k : kids) {
+    EXPECT_TRUE(WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << k.text;
+  }
+  auto mse = std::stod(line);
+  auto best = closed_form();
+  EXPECT_LT((mse - best) / best, 1e-3) << "cluster " << mse << ", closed form " << best;
+  EXPECT_GE(mse, best * (1 - 1e-6));
+}
+
+TEST_F(multiprocess_test, a_sigkilled_worker_process_does_not_stop_the_job_or_leave_processes) {
+  auto coord = start_cluster();
+  ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
+  auto victim = kids.size() - 3;  // the first worker process
+  ::kill(kids[victim].pid, SIGKILL);
+  auto line = wait_for_line(coord, "result: train loss ", 25s);
+  ASSERT_FALSE(line.empty()) << kids[coord].text;
+  EXPECT_NE(kids[coord].text.find(" lost at step "), std::string::npos) << kids[coord].text;
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  for (std::size_t i = 0; i < kids.size(); ++i) {
+    if (i == victim) {
+      EXPECT_TRUE(WIFSIGNALED(kids[i].status));
+      continue;
+    }
+    EXPECT_TRUE(WIFEXITED(kids[i].status) && WEXITSTATUS(kids[i].status) == 0) << kids[i].text;
+  }
+  auto best = closed_form();
+  EXPECT_LT((std::stod(line) - best) / best, 1e-2);
+}
+
+}  // namespace
+}  // namespace actrain

@@ -1,0 +1,128 @@
+// Simulated nodes: 1 coordinator, 2 ps and 3 worker nodes, each its own actor system and
+// middleman on 127.0.0.1, trained against the closed form and the single-process engine.
+#include <future>
+
+#include <gtest/gtest.h>
+
+#include "actors/sim_cluster.hpp"
+#include "actors/system.hpp"
+#include "cluster_jobs.hpp"
+#include "data/readers.hpp"
+
+namespace actrain {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct sim_cluster_test : ::testing::Test {
+  sim_cluster_config make(job_spec job) {
+    auto data = std::make_shared<job_data>(load_job_data(job));
+    fit_model_to_data(job, *data);
+    sim_cluster_config c;
+    c.job = job;
+    c.data = data;
+    c.ps_nodes = 2;
+    c.cluster.token = "sim-token";
+    c.cluster.join_timeout = 10s;
+    return c;
+  }
+  static double train_mse(const sim_cluster_config& c, const engine_result& r) {
+    auto cpu = make_cpu_backend();
+    return evaluate(c.job.model, r.params, c.data->train, *cpu).loss;
+  }
+  static bool has_event(const std::vector<std::string>& events, const std::string& part) {
+    for (auto& e : events)
+      if (e.find(part) != std::string::npos) return true;
+    return false;
+  }
+};
+
+TEST_F(sim_cluster_test, async_training_across_nodes_converges_like_the_single_process_run) {
+  auto c = make(test::linear_job(3));
+  auto best = least_squares_mse(c.data->train);
+  engine_result across;
+  {
+    sim_cluster cluster{c};
+    across = cluster.wait(25s);
+    EXPECT_TRUE(cluster.worker_outcome(0, 5s).ok);
+    EXPECT_TRUE(cluster.ps_outcome(1, 5s).ok);
+  }
+  ASSERT_TRUE(across.ok) << across.error;
+  EXPECT_EQ(across.samples, 6 * 20000);
+  EXPECT_EQ(across.shards.size(), 2u);
+  auto mse = train_mse(c, across);
+  EXPECT_LT((mse - best) / best, 1e-3) << "across nodes " << mse << ", closed form " << best;
+  // The same job in one process reaches the same optimum (async orders differ, so compare the
+  // distance to the closed form, not the bits).
+  caf::actor_system_config cfg;
+  prepare_config(cfg);
+  caf::actor_system sys{cfg};
+  auto local = run_job(sys, c.job, c.data);
+  ASSERT_TRUE(local.ok) << local.error;
+  auto local_mse = train_mse(c, local);
+  EXPECT_NEAR(mse, local_mse, 1e-3 * best);
+  EXPECT_NEAR(across.test.loss, local.test.loss, 0.01 * local.test.loss);
+}
+
+TEST_F(sim_cluster_test, killing_a_worker_node_mid_run_still_completes_the_job) {
+  auto c = make(test::linear_job(3));
+  c.job.eval_every = 0.5;  // the first evaluation tells the test that training is under way
+  auto started = std::make_shared<std::promise<void>>();
+  auto once = std::make_shared<std::once_flag>();
+  c.hooks.on_eval = [started, once](const progress_point&) {
+    std::call_once(*once, [&] { started->set_value(); });
+  };
+  sim_cluster cluster{c};
+  ASSERT_EQ(started->get_future().wait_for(20s), std::future_status::ready);
+  cluster.kill_worker(0);
+  auto res = cluster.wait(25s);
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(res.workers_lost, 1);
+  EXPECT_TRUE(has_event(cluster.events(), "worker 0 lost"));
+  EXPECT_EQ(cluster.worker_outcome(0, 5s).message, "killed (fault injection)");
+  EXPECT_TRUE(cluster.worker_outcome(1, 5s).ok);
+  // Its rows went to another worker: the job still made (at least) its passes over the data.
+  EXPECT_GE(res.samples, 6 * 20000 - 3 * 32);
+  auto best = least_squares_mse(c.data->train);
+  EXPECT_LT((train_mse(c, res) - best) / best, 1e-2);
+}
+
+TEST_F(sim_cluster_test, a_bad_token_is_refused_with_a_clear_message_on_both_sides) {
+  auto c = make(test::linear_job(3, 1));
+  sim_cluster cluster{c};
+  auto opts = c.cluster;
+  opts.token = "not-the-token";
+  opts.name = "intruder";
+  auto bad = cluster.add_worker_node(opts);
+  auto out = cluster.worker_outcome(bad, 10s);
+  EXPECT_FALSE(out.ok);
+  EXPECT_NE(out.message.find("actrain.bad_token"), std::string::npos) << out.message;
+  EXPECT_NE(out.message.find("does not match the coordinator's ([cluster] token)"),
+            std::string::npos)
+      << out.message;
+  auto res = cluster.wait(25s);
+  ASSERT_TRUE(res.ok) << res.error;  // the refused node does not disturb the job
+  EXPECT_TRUE(has_event(cluster.events(), "refused worker node 'intruder': actrain.bad_token"));
+}
+
+TEST(cluster_hello, version_and_byte_order_mismatches_are_named) {
+  auto probe = byte_order_probe();
+  EXPECT_FALSE(check_hello("t", "ps", "t", protocol_version, probe));
+  auto v = check_hello("t", "ps", "t", protocol_version + 1, probe);
+  EXPECT_NE(describe_error(v).find("actrain.version_mismatch: protocol version"),
+            std::string::npos);
+  // What a peer of the other byte order would have sent: every float's bytes reversed.
+  std::vector<float> swapped(probe.size());
+  for (std::size_t i = 0; i < probe.size(); ++i) {
+    auto* src = reinterpret_cast<const unsigned char*>(probe.data() + i);
+    auto* dst = reinterpret_cast<unsigned char*>(swapped.data() + i);
+    for (int b = 0; b < 4; ++b) dst[b] = src[3 - b];
+  }
+  auto b = check_hello("t", "worker", "t", protocol_version, tensor(swapped));
+  EXPECT_NE(describe_error(b).find("byte order"), std::string::npos);
+  EXPECT_NE(describe_error(check_hello("t", "boss", "t", protocol_version, probe)).find("role"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace actrain
