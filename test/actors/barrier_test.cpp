@@ -1,0 +1,249 @@
+// Deterministic tests of the barrier on CAF's test coordinator: every interleaving of pulls and
+// pushes is chosen by the test, and the shard behind the barrier is a real shard (SGD, lr 1, so
+// its values move by exactly minus the applied gradient).
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "actor_fixture.hpp"
+#include "actors/barrier.hpp"
+#include "actors/shard.hpp"
+
+namespace actrain {
+namespace {
+
+struct barrier_test : ::testing::Test {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  shard_actor sh;
+  std::vector<caf::actor> spawned;  ///< stopped at the end (a barrier and its shard refer to each other)
+  std::vector<weights> answers;
+  std::vector<push_ack> acks;
+  std::vector<std::string> errors;
+
+  /// A shard holding {1, 2, 3} (plain SGD, lr 1) and a barrier in front of it.
+  shard_actor make(std::string mode, int workers, int backup = 0, int bound = 0,
+                   std::string late = "drop", std::shared_ptr<barrier_log> log = nullptr) {
+    shard_config sc;
+    sc.init = {1.f, 2.f, 3.f};
+    sc.optim.kind = "sgd";
+    sc.optim.lr = 1.f;
+    sh = ds.sys->spawn(shard, std::move(sc));
+    barrier_config bc;
+    bc.shard = sh;
+    bc.mode = std::move(mode);
+    bc.workers = workers;
+    bc.backup = backup;
+    bc.ssp_bound = bound;
+    bc.late_policy = std::move(late);
+    bc.log = std::move(log);
+    auto b = ds.sys->spawn(barrier, std::move(bc));
+    spawned.push_back(caf::actor_cast<caf::actor>(sh));
+    spawned.push_back(caf::actor_cast<caf::actor>(b));
+    ds.run();
+    return b;
+  }
+  void pull(const shard_actor& b, std::int32_t w, std::int64_t step) {
+    self->send(b, pull_atom::value, pull_request{w, step});
+  }
+  void push(const shard_actor& b, std::int32_t w, std::int64_t step, std::int64_t base,
+            std::vector<float> v, std::int32_t rows = 1) {
+    self->send(b, push_atom::value, gradient{w, step, base, rows, tensor(std::move(v))});
+  }
+  /// Runs everything queued and collects what came back to the test.
+  void settle() {
+    ds.run();
+    bool more = true;
+    while (more) {
+      self->receive([&](weights& w) { answers.push_back(std::move(w)); },
+                    [&](push_ack& a) { acks.push_back(a); },
+                    [&](shard_stats&) { ADD_FAILURE() << "unexpected stats"; },
+                    [&](caf::error& e) { errors.push_back(describe_error(e)); },
+                    caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
+    }
+  }
+  shard_stats stats(const shard_actor& a) {
+    shard_stats out;
+    self->send(a, stats_atom::value);
+    ds.run();
+    self->receive([&](shard_stats& s) { out = std::move(s); },
+                  [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
+    return out;
+  }
+  std::vector<float> values_of(const weights& w) {
+    return std::vector<float>(w.values.data(), w.values.data() + w.values.size());
+  }
+  ~barrier_test() override {
+    for (auto& a : spawned) self->send_exit(a, caf::exit_reason::user_shutdown);
+    ds.run();
+    self->send_exit(self, caf::exit_reason::user_shutdown);
+  }
+};
+
+TEST_F(barrier_test, sync_applies_the_row_weighted_mean_once_after_all_n_slices) {
+  auto b = make("sync", 3);
+  for (int w = 0; w < 3; ++w) pull(b, w, 0);
+  settle();
+  ASSERT_EQ(answers.size(), 3u);
+  for (auto& a : answers) EXPECT_EQ(a.version, 0);
+  answers.clear();
+  push(b, 0, 0, 0, {4.f, 0.f, 0.f}, 2);
+  pull(b, 0, 1);  // the worker's prefetch of step 1: must wait for step 0
+  push(b, 1, 0, 0, {0.f, 4.f, 0.f}, 1);
+  settle();
+  EXPECT_EQ(acks.size(), 2u);
+  EXPECT_TRUE(answers.empty()) << "step 1 answered before step 0 was applied";
+  EXPECT_EQ(stats(sh).pushes, 0) << "applied before K slices arrived";
+  push(b, 2, 0, 0, {0.f, 0.f, 4.f}, 1);
+  settle();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].version, 1);
+  // Mean weighted by rows: (2 * {4,0,0} + {0,4,0} + {0,0,4}) / 4 = {2, 1, 1}.
+  EXPECT_EQ(values_of(answers[0]), (std::vector<float>{-1.f, 1.f, 2.f}));
+  auto s = stats(sh);
+  EXPECT_EQ(s.pushes, 1);
+  EXPECT_EQ(s.version, 1);
+  EXPECT_TRUE(errors.empty());
+}
+
+TEST_F(barrier_test, sync_steps_follow_one_another_and_each_applies_exactly_once) {
+  auto b = make("sync", 2);
+  for (std::int64_t t = 0; t < 5; ++t) {
+    for (int w = 0; w < 2; ++w) pull(b, w, t);
+    settle();
+    ASSERT_EQ(answers.size(), 2u) << "step " << t;
+    for (auto& a : answers) EXPECT_EQ(a.version, t);
+    answers.clear();
+    push(b, 0, t, t, {1.f, 0.f, 0.f});
+    settle();
+    EXPECT_EQ(stats(sh).pushes, t);
+    push(b, 1, t, t, {0.f, 1.f, 0.f});
+    settle();
+    EXPECT_EQ(stats(sh).pushes, t + 1);
+  }
+  pull(b, 0, 5);
+  settle();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(values_of(answers[0]), (std::vector<float>{-1.5f, -0.5f, 3.f}));
+}
+
+TEST_F(barrier_test, backup_worker_slices_that_arrive_late_are_dropped_and_counted) {
+  auto b = make("sync", 3, 1);
+  for (int w = 0; w < 3; ++w) pull(b, w, 0);
+  settle();
+  answers.clear();
+  push(b, 0, 0, 0, {2.f, 0.f, 0.f});
+  push(b, 1, 0, 0, {0.f, 2.f, 0.f});
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 1) << "K = N - backup = 2 slices close the step";
+  acks.clear();
+  push(b, 2, 0, 0, {0.f, 0.f, 100.f});  // the backup, one step late
+  settle();
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_FALSE(acks[0].applied);
+  EXPECT_EQ(acks[0].staleness, 1);
+  auto s = stats(b);
+  EXPECT_EQ(s.dropped_late, 1);
+  EXPECT_EQ(s.pushes, 1);
+  pull(b, 2, 1);
+  settle();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(values_of(answers[0]), (std::vector<float>{0.f, 1.f, 3.f}));
+}
+
+TEST_F(barrier_test, fold_policy_adds_late_slices_to_the_next_step) {
+  auto b = make("sync", 3, 1, 0, "fold");
+  for (int w = 0; w < 3; ++w) pull(b, w, 0);
+  push(b, 0, 0, 0, {2.f, 0.f, 0.f});
+  push(b, 1, 0, 0, {0.f, 2.f, 0.f});
+  settle();
+  push(b, 2, 0, 0, {0.f, 0.f, 3.f});  // late: folded into step 1, not one of its K arrivals
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 1);
+  EXPECT_EQ(stats(b).dropped_late, 0);
+  push(b, 0, 1, 1, {3.f, 0.f, 0.f});
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 1);
+  push(b, 1, 1, 1, {0.f, 3.f, 0.f});
+  answers.clear();
+  pull(b, 0, 2);
+  settle();
+  ASSERT_EQ(answers.size(), 1u);
+  // Step 0: {1,1,0}; step 1: mean of three slices {1,1,1}.
+  EXPECT_EQ(values_of(answers[0]), (std::vector<float>{-1.f, 0.f, 2.f}));
+}
+
+TEST_F(barrier_test, a_worker_that_leaves_no_longer_holds_up_the_step) {
+  auto b = make("sync", 3);
+  push(b, 0, 0, 0, {3.f, 0.f, 0.f});
+  push(b, 1, 0, 0, {0.f, 3.f, 0.f});
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 0);
+  self->send(b, leave_atom::value, std::int32_t{2});
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 1) << "K shrank to 2 and the step closed";
+  pull(b, 0, 1);
+  settle();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(values_of(answers[0]), (std::vector<float>{-0.5f, 0.5f, 3.f}));
+}
+
+TEST_F(barrier_test, plain_shard_ignores_leave) {
+  auto b = make("sync", 1);
+  self->send(sh, leave_atom::value, std::int32_t{0});
+  settle();
+  EXPECT_EQ(stats(sh).version, 0);
+  EXPECT_TRUE(errors.empty());
+  (void)b;
+}
+
+TEST_F(barrier_test, ssp_holds_a_pull_until_the_slowest_worker_is_within_the_bound) {
+  auto log = std::make_shared<barrier_log>();
+  auto b = make("ssp", 2, 0, 1, "drop", log);
+  pull(b, 0, 0);
+  pull(b, 0, 1);  // 1 <= slowest (0) + 1
+  settle();
+  EXPECT_EQ(answers.size(), 2u);
+  push(b, 0, 0, 0, {1.f, 0.f, 0.f});
+  push(b, 0, 1, 1, {1.f, 0.f, 0.f});
+  pull(b, 0, 2);  // worker 1 has pushed nothing: 2 > 0 + 1
+  settle();
+  EXPECT_EQ(answers.size(), 2u);
+  EXPECT_EQ(stats(sh).pushes, 2) << "ssp applies pushes as they arrive";
+  pull(b, 1, 0);
+  push(b, 1, 0, 0, {0.f, 1.f, 0.f});
+  settle();
+  ASSERT_EQ(answers.size(), 4u);
+  EXPECT_EQ(answers[3].version, 3) << "the released pull sees the push that released it";
+  pull(b, 0, 3);  // worker 0's clock is 2, worker 1's is 1: 3 > 1 + 1
+  settle();
+  EXPECT_EQ(answers.size(), 4u);
+  // worker 1 leaves: only worker 0's own clock bounds it now (3 <= 2 + 1).
+  self->send(b, leave_atom::value, std::int32_t{1});
+  settle();
+  EXPECT_EQ(answers.size(), 5u);
+  std::vector<std::pair<int, std::int64_t>> answered;
+  for (auto& e : log->events)
+    if (e.kind == barrier_event::answer) answered.emplace_back(e.worker, e.step);
+  EXPECT_EQ(answered, (std::vector<std::pair<int, std::int64_t>>{
+                          {0, 0}, {0, 1}, {1, 0}, {0, 2}, {0, 3}}));
+}
+
+TEST_F(barrier_test, bad_slices_are_rejected_without_touching_the_sum) {
+  auto b = make("sync", 2);
+  push(b, 0, 0, 0, {1.f, 0.f, 0.f});
+  push(b, 1, 0, 0, {1.f, 0.f});
+  push(b, 1, 0, 0, {NAN, 0.f, 0.f});
+  settle();
+  EXPECT_EQ(errors.size(), 2u);
+  EXPECT_EQ(stats(sh).pushes, 0);
+  push(b, 1, 0, 0, {1.f, 2.f, 0.f});
+  pull(b, 0, 1);
+  settle();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(values_of(answers[0]), (std::vector<float>{0.f, 1.f, 3.f}));
+}
+
+}  // namespace
+}  // namespace actrain
