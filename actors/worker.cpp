@@ -166,7 +166,8 @@ void add_work(self_ptr self, const worker_assignment& a) {
     }
     w.it = std::make_unique<batch_iterator>(*w.data, st.cfg.batch,
                                             st.cfg.seed + static_cast<std::uint64_t>(st.cfg.id) +
-                                                static_cast<std::uint64_t>(r.begin));
+                                                static_cast<std::uint64_t>(r.begin),
+                                            st.cfg.shuffle);
     w.epochs_left = a.epochs;
     st.work.push_back(std::move(w));
   }

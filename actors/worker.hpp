@@ -31,6 +31,7 @@ struct worker_config {
   double delay_s = 0;              ///< straggler: extra seconds per step (fixed)
   double delay_jitter_s = 0;       ///< straggler: plus uniform [0, jitter) seconds per step
   double simulated_compute_s = 0;  ///< > 0: replace forward/backward by this much busy time
+  bool shuffle = true;             ///< false: walk rows in order (tests that line batches up)
 };
 
 /// Work still to do: rows of the training set, walked `epochs` times.
