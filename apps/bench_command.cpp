@@ -7,6 +7,7 @@
 namespace actrain {
 
 int bench_engine(const std::vector<std::string>& args);
+int bench_gpu(const std::vector<std::string>& args);
 
 int bench_command(const std::vector<std::string>& args) {
   auto what = args.empty() ? std::string{} : args[0];
@@ -20,8 +21,9 @@ int bench_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (what == "engine") return bench_engine(rest);
+  if (what == "gpu") return bench_gpu(rest);
   std::cerr << "actrain bench: unknown benchmark '" << what
-            << "' (foundation, reference, engine)\n";
+            << "' (foundation, reference, engine, gpu)\n";
   return 2;
 }
 
