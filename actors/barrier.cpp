@@ -43,16 +43,15 @@ bool answerable(const barrier_state& st, const pull_request& r) {
   return r.step <= st.done && !st.arrived[static_cast<std::size_t>(r.worker)];
 }
 
-/// Forwards the pull to the shard now; the weights go back through the promise. Anything this
+/// Forwards the pull to the shard now; the shard answers the promise. Anything this
 /// barrier sent the shard before (the step's mean) is applied first: one sender's messages
 /// arrive in order.
 void answer(self_ptr self, const pull_request& r, caf::typed_response_promise<weights> p) {
   auto& st = self->state;
   st.pulls += 1;
   log(st, barrier_event::answer, r.worker, r.step);
-  self->request(st.cfg.shard, st.cfg.timeout, pull_atom::value, r)
-      .then([p](weights& w) mutable { p.deliver(std::move(w)); },
-            [p](caf::error& e) mutable { p.deliver(std::move(e)); });
+  // The shard replies straight to the puller: one hop less than relaying through here.
+  p.delegate(st.cfg.shard, pull_atom::value, r);
 }
 
 void release(self_ptr self) {
