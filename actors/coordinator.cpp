@@ -77,6 +77,11 @@ void evaluate_now(self_ptr self, bool final_eval) {
     st.loss_rows = 0;
     st.cfg.result->history.push_back(p);
     if (st.cfg.hooks.on_eval) st.cfg.hooks.on_eval(p);
+    if (auto* hub = st.cfg.hooks.hub) {
+      hub->add_curve_point({p.seconds, p.samples, p.train_loss, p.test_loss, p.test_accuracy,
+                            p.seconds > 0 ? p.samples / p.seconds : 0});
+      publish_snapshot(st, *hub, false);
+    }
     if (final_eval) {
       st.cfg.result->params = std::move(params);
       st.cfg.result->test = res;
@@ -138,6 +143,10 @@ void finish(self_ptr self) {
     out << (r.ok ? "done" : "failed: " + r.error) << ": " << r.samples << " samples in "
         << r.seconds << " s (" << static_cast<std::int64_t>(r.samples_per_s)
         << " samples/s), test loss " << r.test.loss << ", accuracy " << r.test.accuracy;
+    if (auto* hub = st.cfg.hooks.hub) {
+      st.front_stats = r.shards;
+      publish_snapshot(st, *hub, true);
+    }
     if (st.done.pending()) st.done.deliver(out.str());
     self->quit();
   };
@@ -256,6 +265,7 @@ coordinator_actor::behavior_type coordinator(
         for (int i = 0; i < n; ++i) {
           worker_track t;
           t.handle = st.cfg.workers[static_cast<std::size_t>(i)];
+          t.last_report = st.start;
           self->monitor(t.handle);
           st.workers.push_back(std::move(t));
         }
@@ -264,6 +274,9 @@ coordinator_actor::behavior_type coordinator(
           assign(self, static_cast<std::size_t>(i), {shard_range_t{r.first, r.second}},
                  st.cfg.job.epochs);
         }
+        st.front_stats.assign(st.cfg.fronts.size(), shard_stats{});
+        if (st.cfg.hooks.hub && st.cfg.hooks.tick > std::chrono::milliseconds(250))
+          st.cfg.hooks.tick = std::chrono::milliseconds(250);
         self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
         return st.done;
       },
@@ -274,6 +287,14 @@ coordinator_actor::behavior_type coordinator(
         if (!w.alive) return;
         w.step = std::max(w.step, r.step);
         w.done_samples += r.samples;
+        auto now = std::chrono::steady_clock::now();
+        auto dt = std::chrono::duration<double>(now - w.last_report).count();
+        if (r.samples > 0) {
+          w.rate = dt > 0 ? r.samples / dt : 0;
+          w.last_loss = r.loss_sum / r.samples;
+        }
+        w.last_staleness = r.max_staleness;
+        w.last_report = now;
         st.samples += r.samples;
         st.loss_sum += r.loss_sum;
         st.loss_rows += r.samples;
@@ -291,6 +312,20 @@ coordinator_actor::behavior_type coordinator(
       [self](tick_atom) {
         auto& st = self->state;
         if (st.finishing) return;
+        if (auto* hub = st.cfg.hooks.hub) {
+          // Refresh the fronts' counters (a barrier says what it waits for), then publish.
+          for (std::size_t f = 0; f < st.cfg.fronts.size(); ++f)
+            self->request(st.cfg.fronts[f], st.cfg.hooks.tick, stats_atom::value)
+                .then([self, f](shard_stats& ss) { self->state.front_stats[f] = std::move(ss); },
+                      [](caf::error&) {});
+          auto p = current_point(st);
+          double dt = p.seconds - st.curve_seconds;
+          hub->add_curve_point({p.seconds, p.samples, p.train_loss, std::nan(""), std::nan(""),
+                                dt > 0 ? (p.samples - st.curve_samples) / dt : 0});
+          st.curve_seconds = p.seconds;
+          st.curve_samples = p.samples;
+          publish_snapshot(st, *hub, false);
+        }
         if (st.cfg.hooks.on_tick) {
           auto p = current_point(st);
           double rate = p.seconds > 0 ? p.samples / p.seconds : 0;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "actors/protocol.hpp"
+#include "observe/run_state.hpp"
 #include "tensor/backend.hpp"
 #include "train/job.hpp"
 #include "train/reference_trainer.hpp"
@@ -33,6 +34,11 @@ struct engine_hooks {
   std::function<void(const std::string&)> on_event;        ///< one-line events (worker lost, ...)
   std::chrono::milliseconds tick{1000};                    ///< console/metrics period
   std::function<void(const progress_point&, double eta_s)> on_tick;  ///< periodic progress
+  /// When set, the coordinator publishes the run's state there every tick (HTTP endpoint,
+  /// console, metrics file read it). Not owned; must outlive the job.
+  observe::metrics_hub* hub = nullptr;
+  /// A worker silent for longer than this (or a barrier step held this long) is named as a stall.
+  double stall_after_s = 1.0;
 };
 
 /// Everything a coordinator drives. The handles may be local actors or remote proxies.
@@ -55,6 +61,10 @@ struct worker_track {
   std::int64_t step = 0;
   bool finished = false;
   bool alive = true;
+  std::chrono::steady_clock::time_point last_report;
+  double rate = 0;       ///< samples/s over its last report interval
+  double last_loss = 0;  ///< mean loss of its last report
+  std::int64_t last_staleness = 0;
 };
 
 struct coordinator_state {
@@ -74,7 +84,16 @@ struct coordinator_state {
   bool evaluating = false;
   bool finishing = false;
   bool stopping_early = false;
+  std::vector<shard_stats> front_stats;  ///< latest stats of each front (refreshed every tick)
+  std::int64_t curve_samples = 0;        ///< samples at the last curve point
+  double curve_seconds = 0;
 };
+
+/// Copies the coordinator's view of the run into `hub` (CAF-free data, read by observers).
+void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bool finished);
+/// Lines naming what the job waits for: workers silent for longer than the threshold, and
+/// barrier steps held back, with the workers they wait for.
+std::vector<std::string> find_stalls(const coordinator_state& st, double threshold_s);
 
 /// Builds nothing itself: hands each worker its rows and the shard map, counts epochs, evaluates
 /// on the test set, reacts to lost workers, and stops everything when the job is done. `run`

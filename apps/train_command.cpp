@@ -1,16 +1,48 @@
-#include <cstdio>
+// `actrain train`: a whole cluster in this process, with console progress, an optional HTTP
+// endpoint (--http host:port), a metrics file and curve plots next to it.
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "actors/engine.hpp"
 #include "actors/system.hpp"
 #include "apps/commands.hpp"
 #include "apps/job_config.hpp"
+#include "observe/console.hpp"
+#include "observe/http_server.hpp"
+#include "observe/metrics_file.hpp"
+#include "observe/svg_plot.hpp"
 
 namespace actrain {
 
-int train_command(const std::vector<std::string>& args) {
+namespace {
+
+/// Pulls `--http X` / `--http=X` out of args (the endpoint is off by default).
+std::string take_http(std::vector<std::string>& args) {
+  std::string out;
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--http" && i + 1 < args.size()) out = args[++i];
+    else if (args[i].rfind("--http=", 0) == 0) out = args[i].substr(7);
+    else rest.push_back(args[i]);
+  }
+  args = rest;
+  return out;
+}
+
+std::string strip_extension(const std::string& path) {
+  auto dot = path.find_last_of('.');
+  auto slash = path.find_last_of('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path;
+  return path.substr(0, dot);
+}
+
+}  // namespace
+
+int train_command(const std::vector<std::string>& argv) {
+  auto args = argv;
+  auto http = take_http(args);
   app_config cfg;
   if (auto msg = load_app_config(cfg, args); !msg.empty()) {
     std::cerr << "actrain train: " << msg << "\n";
@@ -18,11 +50,16 @@ int train_command(const std::vector<std::string>& args) {
   }
   job_spec job;
   std::shared_ptr<job_data> data;
+  std::optional<observe::http_address> http_at;
+  std::unique_ptr<observe::metrics_file_writer> metrics;
   try {
+    if (!http.empty()) http_at = observe::parse_http_address(http);
     job = job_from_config(cfg);
     data = std::make_shared<job_data>(load_job_data(job));
     fit_model_to_data(job, *data);
     validate(job);
+    if (!job.metrics_path.empty())
+      metrics = std::make_unique<observe::metrics_file_writer>(job.metrics_path);
   } catch (const std::exception& e) {
     std::cerr << "actrain train: " << e.what() << "\n";
     return 2;
@@ -31,23 +68,52 @@ int train_command(const std::vector<std::string>& args) {
   caf::actor_system sys{cfg};
   std::cout << "job " << job.name << ": " << describe(job.model) << ", " << job.mode << ", "
             << job.workers << " worker(s), " << job.shards << " shard(s), batch " << job.batch
-            << ", " << job.epochs << " epoch(s), " << data->train.rows << " training rows\n";
+            << ", " << job.epochs << " epoch(s), " << data->train.rows << " training rows"
+            << std::endl;
+  observe::metrics_hub hub;
+  std::unique_ptr<observe::http_server> server;
+  if (http_at) {
+    server = std::make_unique<observe::http_server>(hub, http_at->host, http_at->port);
+    server->start();
+    std::cout << "dashboard: http://" << http_at->host << ":" << server->port()
+              << "/  (metrics: /metrics, status: /status)" << std::endl;
+  }
+  observe::progress_reporter console(std::cout, observe::progress_reporter::stdout_is_terminal(),
+                                     5);
   engine_hooks hooks;
+  hooks.hub = &hub;
   hooks.on_eval = [&](const progress_point& p) {
-    std::cout << "epoch " << p.epoch << "/" << job.epochs << "  step " << p.step << "  train loss "
+    std::cout << (observe::progress_reporter::stdout_is_terminal() ? "\n" : "") << "epoch "
+              << p.epoch << "/" << job.epochs << "  step " << p.step << "  train loss "
               << std::setprecision(4) << p.train_loss << "  test loss " << p.test_loss
-              << "  test acc " << p.test_accuracy << "  " << static_cast<long>(p.samples / std::max(p.seconds, 1e-9))
-              << " samples/s  " << std::setprecision(3) << p.seconds << " s" << std::endl;
+              << "  test acc " << p.test_accuracy << "  "
+              << static_cast<long>(p.samples / std::max(p.seconds, 1e-9)) << " samples/s  "
+              << std::setprecision(3) << p.seconds << " s" << std::endl;
+    if (metrics)
+      metrics->append({p.seconds, p.samples, p.train_loss, p.test_loss, p.test_accuracy,
+                       p.samples / std::max(p.seconds, 1e-9)});
   };
   hooks.on_event = [](const std::string& line) { std::cout << line << std::endl; };
+  hooks.on_tick = [&](const progress_point&, double) {
+    auto snap = hub.snapshot();
+    console.report(snap);
+  };
   auto res = run_job(sys, job, data, hooks);
+  auto snap = hub.snapshot();
+  console.finish(snap);
+  if (!job.metrics_path.empty()) {
+    for (auto& file : observe::write_curve_plots(strip_extension(job.metrics_path), snap.curve))
+      std::cout << "plot: " << file << "\n";
+  }
+  if (server) server->stop();
   if (!res.ok) {
     std::cerr << "actrain train: job failed: " << res.error << "\n";
     return 1;
   }
-  std::cout << "result: test loss " << res.test.loss << ", test accuracy " << res.test.accuracy
-            << ", " << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds
-            << " s\n";
+  std::cout << observe::run_summary(snap) << "result: test loss " << res.test.loss
+            << ", test accuracy " << res.test.accuracy << ", "
+            << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds
+            << " s" << std::endl;
   return 0;
 }
 
