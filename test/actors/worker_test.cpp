@@ -42,6 +42,7 @@ shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_s
       },
       [](checkpoint_atom) -> shard_checkpoint { return {}; },
       [](restore_atom, const shard_checkpoint&) -> std::int64_t { return 0; },
+      [](leave_atom, std::int32_t) {},
   };
 }
 
