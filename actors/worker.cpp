@@ -95,11 +95,19 @@ void compute_and_push(self_ptr self) {
     st.finished_reported = true;
     return;
   }
-  // Assemble the parameters this step uses from the fetched slices.
-  for (std::size_t s = 0; s < st.shards.size(); ++s) {
-    std::copy(st.slices[s].data(), st.slices[s].data() + st.slices[s].size(),
-              st.params.begin() + st.ranges[s].begin);
-    st.slices[s] = tensor();
+  // The parameters this step uses: with one shard its weights tensor is the whole vector and is
+  // read in place; with several, the slices are assembled into one contiguous vector.
+  tensor whole;
+  const float* params = st.params.data();
+  if (st.shards.size() == 1) {
+    whole = std::move(st.slices[0]);
+    params = whole.data();
+  } else {
+    for (std::size_t s = 0; s < st.shards.size(); ++s) {
+      std::copy(st.slices[s].data(), st.slices[s].data() + st.slices[s].size(),
+                st.params.begin() + st.ranges[s].begin);
+      st.slices[s] = tensor();
+    }
   }
   st.base_versions = st.slice_versions;
   st.ready = false;
@@ -111,11 +119,11 @@ void compute_and_push(self_ptr self) {
     simulate_compute(st.cfg.simulated_compute_s);
     std::fill(st.grad.begin(), st.grad.end(), 1e-6f);
   } else if (st.dev->is_host()) {
-    ls = st.net->forward_backward(st.params.data(), batch_view{rows, st.x.data(), st.y.data()},
+    ls = st.net->forward_backward(params, batch_view{rows, st.x.data(), st.y.data()},
                                   st.grad.data());
   } else {
     auto& b = *st.dev;
-    b.upload(st.dev_params.data(), st.params.data(), st.params.size());
+    b.upload(st.dev_params.data(), params, st.params.size());
     b.upload(st.dev_x.data(), st.x.data(), static_cast<std::size_t>(rows) * st.cfg.model.input_dim);
     b.upload(st.dev_y.data(), st.y.data(), static_cast<std::size_t>(rows));
     ls = st.net->forward_backward(st.dev_params.data(),
@@ -125,10 +133,14 @@ void compute_and_push(self_ptr self) {
   }
   if (st.cfg.clip_norm > 0) clip_by_norm(span<float>(st.grad), st.cfg.clip_norm);
   straggle(st);
+  // The gradient vector becomes one immutable tensor and each shard gets a view of its range: no
+  // copy here, and none on a local send. The next step computes into a fresh vector.
+  tensor full(std::move(st.grad));
+  st.grad = std::vector<float>(full.size());
   for (std::size_t s = 0; s < st.shards.size(); ++s) {
-    auto b = st.grad.begin() + st.ranges[s].begin;
-    auto e = st.grad.begin() + st.ranges[s].end;
-    gradient g{st.cfg.id, this_step, st.base_versions[s], rows, tensor(std::vector<float>(b, e))};
+    auto b = static_cast<std::size_t>(st.ranges[s].begin);
+    auto n = static_cast<std::size_t>(st.ranges[s].end - st.ranges[s].begin);
+    gradient g{st.cfg.id, this_step, st.base_versions[s], rows, full.slice(b, n)};
     st.in_flight[s] += 1;
     st.max_in_flight_seen = std::max(st.max_in_flight_seen, st.in_flight[s]);
     self->request(st.shards[s], st.cfg.timeout, push_atom::value, std::move(g))

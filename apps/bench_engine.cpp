@@ -62,11 +62,14 @@ int bench_engine(const std::vector<std::string>& args) {
   bool full = false, with_torch = true;
   int runs = 3;
   std::int64_t rows = 20000;
+  std::vector<std::string> caf_args;  // --scheduler.* / --work-stealing.* go to CAF
   for (auto& a : args) {
     if (a == "--full") full = true;
     else if (a == "--no-torch") with_torch = false;
     else if (a.rfind("--runs=", 0) == 0) runs = std::stoi(a.substr(7));
     else if (a.rfind("--rows=", 0) == 0) rows = std::stoll(a.substr(7));
+    else if (a.rfind("--scheduler.", 0) == 0 || a.rfind("--work-stealing.", 0) == 0)
+      caf_args.push_back(a);
     else {
       std::cerr << "bench engine: unknown option " << a
                 << " (--full, --no-torch, --runs=N, --rows=N)\n";
@@ -75,6 +78,11 @@ int bench_engine(const std::vector<std::string>& args) {
   }
   caf::actor_system_config cfg;
   prepare_config(cfg);
+  std::istringstream no_file;
+  if (auto err = cfg.parse(caf_args, no_file)) {
+    std::cerr << "bench engine: " << cfg.render(err) << "\n";
+    return 2;
+  }
   caf::actor_system sys{cfg};
   set_blas_threads(1);
   std::ostringstream md;
