@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -298,6 +299,7 @@ int bench_modes(const std::vector<std::string>& args) {
   update_doc_section(benchmarks_doc_path(), "modes", md.str());
   // Plots: curves of the runs with `sw` workers (with and without the straggler).
   auto dir = img_dir();
+  std::filesystem::create_directories(dir);
   observe::plot_spec acc_t{"Test accuracy vs wall time (" + std::to_string(sw) + " workers)",
                            "seconds", "test accuracy", {}, 640, 400};
   observe::plot_spec acc_s{"Test accuracy vs samples (" + std::to_string(sw) + " workers)",
