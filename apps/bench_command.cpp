@@ -1,6 +1,8 @@
 #include <iostream>
 
 #include "apps/commands.hpp"
+#include "apps/bench_modes.hpp"
+#include "apps/bench_wire.hpp"
 #include "apps/doc_section.hpp"
 #include "bench/bench.hpp"
 
@@ -21,9 +23,11 @@ int bench_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (what == "engine") return bench_engine(rest);
+  if (what == "wire") return bench_wire(rest);
+  if (what == "modes") return bench_modes(rest);
   if (what == "gpu") return bench_gpu(rest);
   std::cerr << "actrain bench: unknown benchmark '" << what
-            << "' (foundation, reference, engine, gpu)\n";
+            << "' (foundation, reference, engine, modes, wire, gpu)\n";
   return 2;
 }
 
