@@ -144,6 +144,7 @@ caf::expected<push_ack> sync_push(self_ptr self, const gradient& g) {
     return ack;
   }
   if (w < st.arrived.size()) st.arrived[w] = true;
+  if (st.arrivals == 0) st.open_since = std::chrono::steady_clock::now();
   st.arrivals += 1;
   maybe_close(self);
   return ack;
@@ -159,6 +160,21 @@ void ssp_push(self_ptr self, const gradient& g) {
     st.clock[w] = std::max(st.clock[w], g.step + 1);
   }
   log(st, barrier_event::push, g.worker, g.step);
+}
+
+/// sync: what the open step waits for (the coordinator's stall diagnosis): its step, how long
+/// since its first slice arrived, and the live workers whose slice has not. Nothing while no
+/// slice has arrived (workers are computing) and never in ssp mode.
+void fill_waiting(const barrier_state& st, shard_stats& s) {
+  s.waiting_step = -1;
+  s.waiting_s = 0;
+  s.waiting_for.clear();
+  if (st.cfg.mode == "ssp" || st.arrivals == 0) return;
+  s.waiting_step = st.done;
+  s.waiting_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.open_since)
+                    .count();
+  for (std::size_t w = 0; w < st.active.size(); ++w)
+    if (st.active[w] && !st.arrived[w]) s.waiting_for.push_back(static_cast<std::int32_t>(w));
 }
 
 }  // namespace
@@ -220,6 +236,7 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
                   s.dropped_late += st.dropped_late;
                   s.pulls = st.pulls;
                   s.mailbox += mailbox;
+                  fill_waiting(st, s);
                   p.deliver(std::move(s));
                 },
                 [p](caf::error& e) mutable { p.deliver(std::move(e)); });
