@@ -18,6 +18,21 @@ std::string worker_name(std::size_t i) {
   return "worker-" + std::to_string(i);
 }
 
+/// Whether worker i waits at a barrier: some front holds a step open and i's slice for it has
+/// arrived (i is not among those it waits for). In sync mode one straggler silences every
+/// worker, so a blocked worker is not "silent": the barrier's line names who it waits for.
+/// Returns the front's index, or -1.
+int blocked_at(const coordinator_state& st, std::size_t i) {
+  for (std::size_t f = 0; f < st.front_stats.size(); ++f) {
+    auto& fs = st.front_stats[f];
+    if (fs.waiting_step < 0) continue;
+    auto& wf = fs.waiting_for;
+    if (std::find(wf.begin(), wf.end(), static_cast<std::int32_t>(i)) == wf.end())
+      return static_cast<int>(f);
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::vector<std::string> find_stalls(const coordinator_state& st, double threshold_s) {
@@ -35,7 +50,7 @@ std::vector<std::string> find_stalls(const coordinator_state& st, double thresho
   }
   for (std::size_t i = 0; i < st.workers.size(); ++i) {
     auto& w = st.workers[i];
-    if (!w.alive || w.finished) continue;
+    if (!w.alive || w.finished || blocked_at(st, i) >= 0) continue;
     auto quiet = since(w.last_report);
     if (quiet < threshold_s) continue;
     std::ostringstream line;
@@ -85,8 +100,10 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
       ws.last_staleness = w.last_staleness;
       ws.seconds_since_report = since(w.last_report);
       ws.state = !w.alive ? "lost" : w.finished ? "finished" : "computing";
-      if (w.alive && !w.finished && ws.seconds_since_report >= st.cfg.hooks.stall_after_s)
-        ws.state = "silent";
+      if (w.alive && !w.finished && ws.seconds_since_report >= st.cfg.hooks.stall_after_s) {
+        auto f = blocked_at(st, i);
+        ws.state = f >= 0 ? "waiting for shard-" + std::to_string(f) : "silent";
+      }
       for (std::size_t f = 0; f < st.front_stats.size(); ++f) {
         auto& wf = st.front_stats[f].waiting_for;
         if (std::find(wf.begin(), wf.end(), static_cast<std::int32_t>(i)) != wf.end() &&
