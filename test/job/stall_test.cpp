@@ -67,12 +67,25 @@ TEST(job_stall, a_stopped_sync_worker_is_named_within_2_s) {
   for (const auto& l : j.at("stalls")) in_status |= names(l.get<std::string>(), straggler);
   EXPECT_TRUE(in_status) << st.body;
 
-  // For the rest of the run (another 2.5 s step), nothing blames the blocked workers.
+  // For the rest of the run (another 2.5 s step), nothing blames the blocked workers, and the
+  // barrier says why the step is stuck: "sync step S on shard-K waits T s for worker-1".
+  const std::regex barrier_line("^sync step [0-9]+ on shard-[01] waits [0-9.]+ s for worker-" +
+                                std::to_string(straggler) + "$");
+  std::string barrier_said;
+  bool blocked_state = false;  // a blocked worker's state names the shard it waits at
   while (!run.done()) {
-    for (const auto& line : run.hub().snapshot().stalls)
+    const auto snap = run.hub().snapshot();
+    for (const auto& line : snap.stalls) {
       if (names(line, 0) || names(line, 2)) wrong.push_back(line);
+      if (std::regex_match(line, barrier_line)) barrier_said = line;
+    }
+    for (const auto& w : snap.workers)
+      if (w.name != "worker-1" && w.state.rfind("waiting for shard-", 0) == 0) blocked_state = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // poll interval
   }
+  EXPECT_FALSE(barrier_said.empty()) << "no barrier line named worker-" << straggler;
+  EXPECT_TRUE(blocked_state) << "blocked workers should show 'waiting for shard-N'";
+  std::cout << "barrier: " << barrier_said << "\n";
   EXPECT_TRUE(wrong.empty()) << "blocked workers named as stalling:\n" << joined(wrong);
   const auto res = run.wait();
   ASSERT_TRUE(res.ok) << res.error;
