@@ -98,6 +98,13 @@ TEST(job_endpoint, metrics_status_bad_requests_and_garbage_during_a_real_job) {
   EXPECT_EQ(shard_names, (std::set<std::string>{"shard-0", "shard-1"}));
   EXPECT_GT(m.sum("actrain_shard_pushes_total"), 0);
   EXPECT_EQ(m.all("actrain_worker_step").size(), 2u);
+  // A worker's recent rate is of the order of the job's rate, never orders of magnitude above
+  // it (a rate over a near-zero interval would be).
+  const double job_rate = m.value("actrain_samples_per_second");
+  for (const auto& w : m.all("actrain_worker_samples_per_second")) {
+    EXPECT_GE(w.value, 0) << w.labels.at("worker");
+    EXPECT_LT(w.value, 50 * job_rate) << w.labels.at("worker") << " vs job " << job_rate;
+  }
   // Histogram: cumulative buckets, +Inf bucket equals the count.
   double prev = 0, inf = -1;
   for (const auto& b : m.all("actrain_staleness_bucket")) {
