@@ -112,6 +112,9 @@ void validate(const job_spec& job) {
                        std::to_string(job.backup));
   require_at_least("ssp_bound", job.ssp_bound, 0);
   require_one_of("late_policy", job.late_policy, {"drop", "fold"});
+  if (job.local_aggregation && job.backup > 0)
+    fail("backup", "must be 0 with local_aggregation (the aggregator waits for every local "
+                   "worker, so there is no backup to skip), got " + std::to_string(job.backup));
   if (!(job.eval_every > 0) || !std::isfinite(job.eval_every))
     fail("eval_every", "must be > 0, got " + std::to_string(job.eval_every));
   if (!(job.target_accuracy >= 0 && job.target_accuracy <= 1))

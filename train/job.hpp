@@ -51,6 +51,9 @@ struct job_spec {
   double straggler_delay_s = 0;     ///< stragglers: extra seconds per step
   double straggler_jitter_s = 0;    ///< stragglers: plus uniform [0, jitter) seconds per step
   double simulated_compute_s = 0;   ///< > 0: workers replace forward/backward by this busy time
+  /// Local aggregation (in-graph replication): the workers of this process sum their slices of
+  /// each step (row-weighted mean) before one push per shard.
+  bool local_aggregation = false;
 };
 
 /// Throws std::invalid_argument naming the first bad field.
