@@ -27,7 +27,8 @@ app_config::app_config() {
       .add<std::vector<int64_t>>("stragglers", "ids of workers to slow down, e.g. [0]")
       .add<double>("straggler-delay", "stragglers: extra seconds per step")
       .add<double>("straggler-jitter", "stragglers: plus uniform [0, jitter) seconds per step")
-      .add<double>("simulated-compute", "> 0: seconds of busy time instead of forward/backward");
+      .add<double>("simulated-compute", "> 0: seconds of busy time instead of forward/backward")
+      .add<bool>("local-aggregation", "workers of one process push one combined slice per shard");
   opt_group{custom_options_, "model"}
       .add<str>("kind", "linear | softmax | mlp")
       .add<std::vector<int64_t>>("hidden", "mlp hidden layer sizes, e.g. [256]")
@@ -165,6 +166,7 @@ job_spec job_from_config(const caf::actor_system_config& cfg) {
   j.straggler_delay_s = f64("job.straggler-delay", j.straggler_delay_s);
   j.straggler_jitter_s = f64("job.straggler-jitter", j.straggler_jitter_s);
   j.simulated_compute_s = f64("job.simulated-compute", j.simulated_compute_s);
+  j.local_aggregation = get_or(c, "job.local-aggregation", j.local_aggregation);
   j.model.kind = str("model.kind", "mlp");
   for (auto h : get_or(c, "model.hidden", std::vector<std::int64_t>{}))
     j.model.hidden.push_back(static_cast<int>(h));
