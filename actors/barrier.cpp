@@ -277,8 +277,9 @@ std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job
     barrier_config c;
     c.shard = shards[s];
     c.mode = job.mode;
-    c.workers = job.workers;
-    c.backup = job.mode == "sync" ? job.backup : 0;
+    // With local aggregation the whole process pushes and pulls as one worker (group 0).
+    c.workers = job.local_aggregation ? 1 : job.workers;
+    c.backup = job.mode == "sync" && !job.local_aggregation ? job.backup : 0;
     c.ssp_bound = job.ssp_bound;
     c.late_policy = job.late_policy;
     if (s == 0) c.log = log;

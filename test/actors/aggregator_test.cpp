@@ -1,0 +1,312 @@
+// Local aggregation (in-graph replication): the aggregator turns the slices of N workers into one
+// push of their row-weighted mean, deterministically on CAF's test coordinator; with real workers
+// it equals the reference trainer with an N-times larger batch, and a whole job trains with it.
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "actor_fixture.hpp"
+#include "actors/aggregator.hpp"
+#include "actors/barrier.hpp"
+#include "actors/engine.hpp"
+
+namespace actrain {
+namespace {
+
+struct aggregator_test : ::testing::Test {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  shard_actor sh;
+  std::vector<caf::actor> spawned;
+  std::vector<weights> answers;
+  std::vector<push_ack> acks;
+  std::vector<std::string> errors;
+
+  /// A shard holding {1, 2, 3} (plain SGD, lr 1: it moves by exactly minus the applied gradient),
+  /// optionally a sync barrier for one group, and an aggregator for `members` workers in front.
+  shard_actor make(int members, bool barrier_between = false) {
+    shard_config sc;
+    sc.init = {1.f, 2.f, 3.f};
+    sc.optim.kind = "sgd";
+    sc.optim.lr = 1.f;
+    sh = ds.sys->spawn(shard, std::move(sc));
+    spawned.push_back(caf::actor_cast<caf::actor>(sh));
+    shard_actor front = sh;
+    if (barrier_between) {
+      barrier_config bc;
+      bc.shard = sh;
+      bc.workers = 1;
+      front = ds.sys->spawn(barrier, std::move(bc));
+      spawned.push_back(caf::actor_cast<caf::actor>(front));
+    }
+    aggregator_config ac;
+    ac.front = front;
+    ac.members = members;
+    auto a = ds.sys->spawn(aggregator, std::move(ac));
+    spawned.push_back(caf::actor_cast<caf::actor>(a));
+    ds.run();
+    return a;
+  }
+  void pull(const shard_actor& a, std::int32_t w, std::int64_t step) {
+    self->send(a, pull_atom::value, pull_request{w, step});
+  }
+  void push(const shard_actor& a, std::int32_t w, std::int64_t step, std::int64_t base,
+            std::vector<float> v, std::int32_t rows = 1) {
+    self->send(a, push_atom::value, gradient{w, step, base, rows, tensor(std::move(v))});
+  }
+  void settle() {
+    ds.run();
+    bool more = true;
+    while (more) {
+      self->receive([&](weights& w) { answers.push_back(std::move(w)); },
+                    [&](push_ack& a) { acks.push_back(a); },
+                    [&](shard_stats&) { ADD_FAILURE() << "unexpected stats"; },
+                    [&](caf::error& e) { errors.push_back(describe_error(e)); },
+                    caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
+    }
+  }
+  shard_stats stats(const shard_actor& a) {
+    shard_stats out;
+    self->send(a, stats_atom::value);
+    ds.run();
+    self->receive([&](shard_stats& s) { out = std::move(s); },
+                  [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
+    return out;
+  }
+  static std::vector<float> values_of(const weights& w) {
+    return std::vector<float>(w.values.data(), w.values.data() + w.values.size());
+  }
+  ~aggregator_test() override {
+    for (auto& a : spawned) self->send_exit(a, caf::exit_reason::user_shutdown);
+    ds.run();
+    self->send_exit(self, caf::exit_reason::user_shutdown);
+  }
+};
+
+TEST_F(aggregator_test, n_workers_slices_become_one_push_of_their_row_weighted_mean) {
+  for (bool via_barrier : {false, true}) {
+    SCOPED_TRACE(via_barrier ? "aggregator -> barrier -> shard" : "aggregator -> shard");
+    answers.clear();
+    acks.clear();
+    auto a = make(3, via_barrier);
+    for (int w = 0; w < 3; ++w) pull(a, w, 0);
+    settle();
+    ASSERT_EQ(answers.size(), 3u);
+    for (auto& x : answers) EXPECT_EQ(x.version, 0);
+    answers.clear();
+    push(a, 0, 0, 0, {4.f, 0.f, 0.f}, 2);
+    pull(a, 0, 1);  // worker 0's prefetch of step 1: must wait for the group's push
+    push(a, 1, 0, 0, {0.f, 4.f, 0.f}, 1);
+    settle();
+    EXPECT_EQ(acks.size(), 2u);
+    EXPECT_TRUE(answers.empty()) << "step 1 answered before the group's step 0 was pushed";
+    EXPECT_EQ(stats(sh).pushes, 0) << "pushed before every member's slice arrived";
+    push(a, 2, 0, 0, {0.f, 0.f, 4.f}, 1);
+    settle();
+    auto s = stats(sh);
+    EXPECT_EQ(s.pushes, 1) << "one push for the whole group";
+    EXPECT_EQ(s.version, 1);
+    ASSERT_EQ(answers.size(), 1u);
+    EXPECT_EQ(answers[0].version, 1);
+    // (2 * {4,0,0} + {0,4,0} + {0,0,4}) / 4 = {2, 1, 1}, applied once with lr 1.
+    EXPECT_EQ(values_of(answers[0]), (std::vector<float>{-1.f, 1.f, 2.f}));
+    EXPECT_TRUE(errors.empty());
+  }
+}
+
+TEST_F(aggregator_test, steps_follow_one_another_and_a_departed_member_is_not_waited_for) {
+  auto a = make(2);
+  for (std::int64_t t = 0; t < 3; ++t) {
+    for (int w = 0; w < 2; ++w) pull(a, w, t);
+    settle();
+    ASSERT_EQ(answers.size(), 2u) << "step " << t;
+    for (auto& x : answers) EXPECT_EQ(x.version, t);
+    answers.clear();
+    push(a, 0, t, t, {1.f, 0.f, 0.f});
+    push(a, 1, t, t, {0.f, 1.f, 0.f});
+    settle();
+  }
+  EXPECT_EQ(stats(sh).pushes, 3);
+  // Worker 1 leaves with worker 0's slice of step 3 already in: that slice goes alone.
+  pull(a, 0, 3);
+  settle();
+  answers.clear();
+  push(a, 0, 3, 3, {2.f, 0.f, 0.f});
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 3);
+  self->send(a, leave_atom::value, std::int32_t{1});
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 4);
+  pull(a, 0, 4);
+  settle();
+  ASSERT_EQ(answers.size(), 1u);
+  // 3 steps of mean {0.5, 0.5, 0}, then {2, 0, 0}: {1 - 1.5 - 2, 2 - 1.5, 3}.
+  EXPECT_EQ(values_of(answers[0]), (std::vector<float>{-2.5f, 0.5f, 3.f}));
+  EXPECT_TRUE(errors.empty());
+}
+
+TEST_F(aggregator_test, bad_slices_and_strangers_are_rejected_with_a_reason) {
+  auto a = make(2);
+  pull(a, 0, 0);
+  settle();
+  push(a, 0, 0, 0, {1.f, 2.f});  // shard holds 3 values: the first slice fixes the length
+  push(a, 0, 0, 0, {1.f, 2.f, 3.f, 4.f});
+  push(a, 7, 0, 0, {1.f, 2.f});
+  settle();
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("expected 2"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("worker 7"), std::string::npos) << errors[1];
+}
+
+/// An MLP job on the first `rows` Fashion-MNIST training rows.
+job_spec fashion_job(std::int64_t rows, int batch) {
+  job_spec job;
+  job.model.kind = "mlp";
+  job.model.hidden = {32};
+  job.data.kind = "fashion_mnist";
+  job.data.train_subset = rows;
+  job.data.test_subset = 500;
+  job.batch = batch;
+  job.epochs = 1;
+  job.eval_every = 100;
+  job.optim.kind = "sgd";
+  job.optim.lr = 0.1f;
+  return job;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+/// The training rows laid out so that worker w's step t (rows walked in order, contiguous row
+/// ranges per worker) is the w-th slice of the reference trainer's shuffled batch t of n * batch.
+std::shared_ptr<dataset> lay_out(const job_spec& job, const dataset& train, int n, int batch,
+                                 int steps) {
+  const auto rows = train.rows;
+  dataset idx;
+  idx.rows = rows;
+  idx.features = 1;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    idx.x.push_back(static_cast<float>(i));
+    idx.y.push_back(0.f);
+  }
+  batch_iterator it(idx, n * batch, job.seed);
+  std::vector<float> xb, yb, order;
+  while (it.next(xb, yb) > 0) order.insert(order.end(), xb.begin(), xb.end());
+  auto laid = std::make_shared<dataset>();
+  laid->rows = rows;
+  laid->features = train.features;
+  laid->num_classes = train.num_classes;
+  auto f = static_cast<std::size_t>(laid->features);
+  laid->x.resize(static_cast<std::size_t>(rows) * f);
+  laid->y.resize(static_cast<std::size_t>(rows));
+  for (int w = 0; w < n; ++w)
+    for (int t = 0; t < steps; ++t)
+      for (int j = 0; j < batch; ++j) {
+        auto dst = static_cast<std::size_t>(w * steps * batch + t * batch + j);
+        auto src = static_cast<std::size_t>(order[static_cast<std::size_t>(t * n * batch + w * batch + j)]);
+        std::copy(train.x.begin() + static_cast<std::ptrdiff_t>(src * f),
+                  train.x.begin() + static_cast<std::ptrdiff_t>((src + 1) * f),
+                  laid->x.begin() + static_cast<std::ptrdiff_t>(dst * f));
+        laid->y[dst] = train.y[src];
+      }
+  return laid;
+}
+
+/// Shards, fronts (a barrier per shard for sync), aggregators and workers on the deterministic
+/// scheduler, without a coordinator; returns the parameters assembled from the shards.
+std::vector<float> run_aggregated(const job_spec& job, std::shared_ptr<const dataset> train) {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  std::vector<shard_actor> shards;
+  for (auto& sc : make_shard_configs(job)) shards.push_back(ds.sys->spawn(shard, std::move(sc)));
+  auto fronts = make_aggregators(*ds.sys, job, make_fronts(*ds.sys, job, shards));
+  auto ranges = job_ranges(job);
+  std::vector<worker_actor> workers;
+  for (int w = 0; w < job.workers; ++w) {
+    auto wc = make_worker_config(job, train, w);
+    wc.shuffle = false;
+    workers.push_back(ds.sys->spawn(worker, wc));
+  }
+  ds.run();
+  for (int w = 0; w < job.workers; ++w) {
+    worker_assignment a;
+    a.worker = w;
+    a.shards = fronts;
+    a.ranges = ranges;
+    auto r = shard_range(train->rows, job.workers, w);
+    a.rows = {shard_range_t{r.first, r.second}};
+    a.epochs = job.epochs;
+    a.reports_to = caf::actor_cast<caf::actor>(self);
+    self->send(workers[static_cast<std::size_t>(w)], assign_atom::value, a);
+  }
+  ds.run();
+  std::vector<float> params(static_cast<std::size_t>(ranges.back().end));
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    self->send(shards[s], pull_atom::value, pull_request{-1, -1});
+    ds.run();
+    self->receive(
+        [&](weights& w) {
+          std::copy(w.values.data(), w.values.data() + w.values.size(),
+                    params.begin() + ranges[s].begin);
+        },
+        [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
+  }
+  for (auto& w : workers) self->send_exit(w, caf::exit_reason::user_shutdown);
+  for (auto& f : fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
+  for (auto& s : shards) self->send_exit(s, caf::exit_reason::user_shutdown);
+  ds.run();
+  return params;
+}
+
+TEST(aggregator_train_test, n_aggregated_workers_equal_the_reference_with_an_n_times_larger_batch) {
+  const int n = 3, batch = 16, steps = 30;
+  auto job = fashion_job(n * batch * steps, batch * n);
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  auto ref = reference_train(job, *data);
+  auto laid = lay_out(job, data->train, n, batch, steps);
+  job.workers = n;
+  job.shards = 2;
+  job.batch = batch;
+  job.local_aggregation = true;
+  for (const char* mode : {"async", "sync"}) {
+    SCOPED_TRACE(mode);
+    job.mode = mode;
+    auto params = run_aggregated(job, laid);
+    EXPECT_LT(max_abs_diff(params, ref.params), 1e-4f);
+  }
+  auto init = make_model(job.model, *make_cpu_backend(), 1)->init_params(job.seed);
+  EXPECT_GT(max_abs_diff(ref.params, init), 1e-2f);
+}
+
+TEST(aggregator_train_test, a_whole_job_trains_with_local_aggregation) {
+  caf::actor_system_config cfg;
+  prepare_config(cfg);
+  caf::actor_system sys{cfg};
+  auto job = fashion_job(6000, 32);
+  job.workers = 3;
+  job.shards = 2;
+  job.epochs = 2;
+  job.local_aggregation = true;
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  for (const char* mode : {"async", "sync"}) {
+    SCOPED_TRACE(mode);
+    job.mode = mode;
+    auto res = run_job(sys, job, data);
+    ASSERT_TRUE(res.ok) << res.error;
+    EXPECT_EQ(res.samples, 2 * 6000);
+    // One shard step per group step: 2 epochs of 2000 rows per worker in batches of 32.
+    for (auto& s : res.shards) EXPECT_EQ(s.version, 2 * ((2000 + 31) / 32)) << "shard " << s.shard;
+    EXPECT_GT(res.test.accuracy, 0.6) << "it did not learn";
+  }
+}
+
+}  // namespace
+}  // namespace actrain
