@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "actors/aggregator.hpp"
 #include "actors/barrier.hpp"
 #include "actors/system.hpp"
 #include "tensor/backend.hpp"
@@ -78,7 +79,8 @@ engine_result run_job(caf::actor_system& sys, const job_spec& job,
   cc.ranges = job_ranges(job);
   for (auto& sc : make_shard_configs(job)) cc.shards.push_back(sys.spawn(shard, std::move(sc)));
   // async: workers talk to the shards; sync and ssp: to one barrier in front of each shard.
-  cc.fronts = make_fronts(sys, job, cc.shards);
+  // Local aggregation: one aggregator per front combines the workers' slices before one push.
+  cc.fronts = make_aggregators(sys, job, make_fronts(sys, job, cc.shards));
   auto train = std::shared_ptr<const dataset>(data, &data->train);
   for (int w = 0; w < job.workers; ++w)
     cc.workers.push_back(sys.spawn<caf::detached>(worker, make_worker_config(job, train, w)));
