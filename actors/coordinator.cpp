@@ -282,7 +282,14 @@ coordinator_actor::behavior_type coordinator(
       },
       [self](progress_atom, const progress_report& r) {
         auto& st = self->state;
-        if (r.worker < 0 || static_cast<std::size_t>(r.worker) >= st.workers.size()) return;
+        // A report may come from another node: ignore what cannot be true rather than let it
+        // corrupt the counts.
+        if (r.worker < 0 || static_cast<std::size_t>(r.worker) >= st.workers.size() ||
+            r.samples < 0 || !std::isfinite(r.loss_sum) || r.max_staleness < 0) {
+          event(self, "ignored an invalid progress report (worker " + std::to_string(r.worker) +
+                          ", samples " + std::to_string(r.samples) + ")");
+          return;
+        }
         auto& w = st.workers[static_cast<std::size_t>(r.worker)];
         if (!w.alive) return;
         w.step = std::max(w.step, r.step);
