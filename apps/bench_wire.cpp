@@ -1,5 +1,6 @@
 #include "apps/bench_wire.hpp"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,6 +117,7 @@ int bench_wire(const std::vector<std::string>& args) {
   // Fork before any thread exists; the child is the second process of the measurement.
   pid_t pid = ::fork();
   if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the measuring process
     ::close(fds[0]);
     ::_exit(run_server(fds[1]));
   }
@@ -171,13 +173,14 @@ int bench_wire(const std::vector<std::string>& args) {
     auto srv = sys.middleman().remote_actor("127.0.0.1", ports[1]);
     if (!srv) throw std::runtime_error("bench wire: " + sys.render(srv.error()));
     caf::scoped_actor self{sys};
-    auto call = [&](auto... xs) {
-      bool ok = false;
-      self->request(*srv, std::chrono::seconds(30), xs...)
-          .receive([&](caf::message&) { ok = true; },
-                   [&](caf::error& e) { throw std::runtime_error(describe_error(e)); });
-      (void)ok;
+    auto fail = [](caf::error& e) { throw std::runtime_error("bench wire: " + describe_error(e)); };
+    // One handler per reply type: a handler that matches nothing would wait for the timeout.
+    auto call = [&](auto on_reply, auto... xs) {
+      self->request(*srv, std::chrono::seconds(30), xs...).receive(on_reply, fail);
     };
+    auto got_size = [](std::int64_t) {};
+    auto got_tensor = [](tensor&) {};
+    auto got_tick = [](std::int32_t) {};
     std::size_t i = 0;
     for (auto mb : sizes_mb) {
       auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
@@ -185,9 +188,9 @@ int bench_wire(const std::vector<std::string>& args) {
       for (int k = 0; k < 3; ++k, ++i) {
         std::vector<double> ts;
         auto once = [&] {
-          if (k == 0) call(push_atom::value, t);
-          else if (k == 1) call(pull_atom::value, floats);
-          else call(push_pull_atom::value, t);
+          if (k == 0) call(got_size, push_atom::value, t);
+          else if (k == 1) call(got_tensor, pull_atom::value, floats);
+          else call(got_tensor, push_pull_atom::value, t);
         };
         once();
         for (int r = 0; r < reps; ++r) ts.push_back(time_s(once));
@@ -218,7 +221,7 @@ int bench_wire(const std::vector<std::string>& args) {
     }
     chunked_gbs = static_cast<double>(64u << 20) / median(ts) / 1e9;
     ts.clear();
-    for (int r = 0; r < 2000; ++r) ts.push_back(time_s([&] { call(tick_atom::value); }));
+    for (int r = 0; r < 2000; ++r) ts.push_back(time_s([&] { call(got_tick, tick_atom::value); }));
     caf_rtt = median(ts);
     self->send(*srv, stop_atom::value);
   }
