@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
+#include "observe/console.hpp"
 #include "running_job.hpp"
 #include "synthetic_run.hpp"  // test/unit/observe: raw-socket HTTP client with timeouts
 
@@ -58,6 +60,13 @@ TEST(job_stall, a_stopped_sync_worker_is_named_within_2_s) {
   }
   ASSERT_FALSE(named.empty()) << "no stall line named worker-" << straggler << " within 2 s";
   std::cout << "stall lines:\n" << joined(named);
+
+  // The console shows the same diagnosis (what `actrain train` prints, not on a terminal).
+  std::ostringstream console;
+  observe::progress_reporter reporter(console, /*terminal=*/false, 5);
+  reporter.report(run.hub().snapshot());
+  EXPECT_TRUE(std::regex_search(console.str(), std::regex("stall: [^\n]*\\bworker-1\\b")))
+      << console.str();
 
   // /status carries the same lines, and the straggler's state.
   const auto st = observe::testing::http_get(run.port(), "/status");
