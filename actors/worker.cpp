@@ -23,33 +23,39 @@ void report(self_ptr self, bool finished) {
   st.pending = progress_report{};
 }
 
-/// Asks every shard for the weights to compute `step` with.
-void fetch(self_ptr self, std::int64_t step) {
+/// One shard's weights for `step` arrived (from a pull or a push_pull).
+void on_slice(self_ptr self, std::size_t s, std::int64_t step, weights& w) {
   auto& st = self->state;
+  if (st.stopped || step != st.fetch_step) return;
+  auto expect = static_cast<std::size_t>(st.ranges[s].end - st.ranges[s].begin);
+  if (w.values.size() != expect || !w.values.all_finite()) {
+    self->quit(make_error(errc::bad_length, "worker " + std::to_string(st.cfg.id) +
+                                                ": bad weights from shard " + std::to_string(s)));
+    return;
+  }
+  st.slices[s] = std::move(w.values);
+  st.slice_versions[s] = w.version;
+  if (++st.fetched == st.shards.size()) {
+    st.ready = true;
+    try_compute(self);
+  }
+}
+
+/// Starts collecting the weights for `step`.
+void expect_slices(worker_state& st, std::int64_t step) {
   st.fetch_step = step;
   st.fetched = 0;
   st.ready = false;
+}
+
+/// Asks every shard for the weights to compute `step` with.
+void fetch(self_ptr self, std::int64_t step) {
+  auto& st = self->state;
+  expect_slices(st, step);
   for (std::size_t s = 0; s < st.shards.size(); ++s) {
     self->request(st.shards[s], st.cfg.timeout, pull_atom::value, pull_request{st.cfg.id, step})
-        .then(
-            [self, s, step](weights& w) {
-              auto& st = self->state;
-              if (st.stopped || step != st.fetch_step) return;
-              auto expect = static_cast<std::size_t>(st.ranges[s].end - st.ranges[s].begin);
-              if (w.values.size() != expect || !w.values.all_finite()) {
-                self->quit(make_error(errc::bad_length, "worker " + std::to_string(st.cfg.id) +
-                                                            ": bad weights from shard " +
-                                                            std::to_string(s)));
-                return;
-              }
-              st.slices[s] = std::move(w.values);
-              st.slice_versions[s] = w.version;
-              if (++st.fetched == st.shards.size()) {
-                st.ready = true;
-                try_compute(self);
-              }
-            },
-            [self](caf::error& err) { self->quit(err); });
+        .then([self, s, step](weights& w) { on_slice(self, s, step, w); },
+              [self](caf::error& err) { self->quit(err); });
   }
 }
 
@@ -112,8 +118,8 @@ void compute_and_push(self_ptr self) {
   st.base_versions = st.slice_versions;
   st.ready = false;
   auto this_step = st.step++;
-  // Overlap: the next pull travels while this step computes.
-  if (st.cfg.prefetch) fetch(self, st.step);
+  // Overlap: the next pull travels while this step computes (push_pull: it rides on the push).
+  if (st.cfg.prefetch && !st.cfg.push_pull) fetch(self, st.step);
   loss_sum ls;
   if (st.cfg.simulated_compute_s > 0) {
     simulate_compute(st.cfg.simulated_compute_s);
@@ -137,12 +143,24 @@ void compute_and_push(self_ptr self) {
   // copy here, and none on a local send. The next step computes into a fresh vector.
   tensor full(std::move(st.grad));
   st.grad = std::vector<float>(full.size());
+  if (st.cfg.push_pull) expect_slices(st, st.step);
   for (std::size_t s = 0; s < st.shards.size(); ++s) {
     auto b = static_cast<std::size_t>(st.ranges[s].begin);
     auto n = static_cast<std::size_t>(st.ranges[s].end - st.ranges[s].begin);
     gradient g{st.cfg.id, this_step, st.base_versions[s], rows, full.slice(b, n)};
     st.in_flight[s] += 1;
     st.max_in_flight_seen = std::max(st.max_in_flight_seen, st.in_flight[s]);
+    if (st.cfg.push_pull) {
+      // One request per shard and step: the answer is both the ack and the next step's weights.
+      self->request(st.shards[s], st.cfg.timeout, push_pull_atom::value, std::move(g))
+          .then(
+              [self, s, next = st.step](weights& w) {
+                self->state.in_flight[s] -= 1;
+                on_slice(self, s, next, w);
+              },
+              [self](caf::error& err) { self->quit(err); });
+      continue;
+    }
     self->request(st.shards[s], st.cfg.timeout, push_atom::value, std::move(g))
         .then([self, s](push_ack& ack) { on_ack(self, s, ack); },
               [self](caf::error& err) { self->quit(err); });
@@ -152,7 +170,7 @@ void compute_and_push(self_ptr self) {
   st.pending.busy_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (st.step % st.cfg.report_every == 0) report(self, false);
-  if (!st.cfg.prefetch) fetch(self, st.step);
+  if (!st.cfg.prefetch && !st.cfg.push_pull) fetch(self, st.step);
 }
 
 /// Computes the next step when its weights are in and every shard has room for one more push.

@@ -26,6 +26,9 @@ struct worker_config {
   float clip_norm = 0;
   int window = 2;                  ///< max pushes in flight per shard (back-pressure)
   bool prefetch = true;            ///< pull step t+1 while computing step t
+  /// Push with push_pull: the reply to step t's slice is step t+1's weights (one message each
+  /// way per shard and step, no prefetch). For sync, where t+1's weights cannot come earlier.
+  bool push_pull = false;
   int report_every = 10;           ///< steps between progress reports
   std::chrono::milliseconds timeout{60000};  ///< every request's deadline
   double delay_s = 0;              ///< straggler: extra seconds per step (fixed)
