@@ -44,6 +44,10 @@ typename Inspector::result_type inspect(Inspector& f, tensor& x) {
     if (auto err = f.begin_sequence(n)) return err;
     for (auto d : shape)
       if (d < 0) return caf::make_error(caf::sec::invalid_argument, "tensor: negative dimension");
+    if (shape.empty() && n == 0) {  // a default-constructed (empty) tensor
+      x = tensor();
+      return f.end_sequence();
+    }
     if (n > max_wire_floats || static_cast<std::int64_t>(n) != shape_numel(shape))
       return caf::make_error(caf::sec::invalid_argument, "tensor: length does not match shape");
     std::vector<float> v(n);
