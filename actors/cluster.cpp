@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "actors/barrier.hpp"
 #include "actors/system.hpp"
 
 namespace actrain {
@@ -244,8 +245,12 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     throw std::invalid_argument("cluster.ps-nodes must be in [1, job.shards = " +
                                 std::to_string(job.shards) + "], got " +
                                 std::to_string(opts.ps_nodes));
-  if (job.mode != "async")
-    throw std::invalid_argument("job.mode: only async runs across nodes so far, got " + job.mode);
+  // Local aggregation combines the workers of one process; across nodes every worker is its own
+  // process, so there is nothing to combine (and the barriers would count one group).
+  if (job.local_aggregation)
+    throw std::invalid_argument(
+        "job.local-aggregation combines the workers of one process; across nodes each worker is "
+        "its own node: turn it off");
   set_blas_threads(1);
   engine_result fail;
   auto event = [&](const std::string& s) {
@@ -299,7 +304,11 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
   cc.data = std::move(data);
   cc.ranges = job_ranges(job);
   cc.shards = members->shards;
-  cc.fronts = cc.shards;
+  // async: workers talk to the remote shards directly. sync and ssp: one barrier per shard on
+  // this node, in front of the remote shard (it monitors it and requests it with timeouts); the
+  // coordinator's leave messages and stats requests to the barriers stay local.
+  cc.fronts = make_fronts(sys, job, cc.shards);
+  auto fronts = cc.fronts;
   cc.workers = members->workers;
   cc.hooks = std::move(hooks.engine);
   cc.result = std::make_shared<engine_result>();
@@ -317,6 +326,10 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
                     result->error = "the coordinator stopped: " + describe_error(dm.reason);
                 });
   self->wait_for(coord);
+  // The coordinator stops the barriers when it finishes, but not when it fails (a shard went
+  // down): a barrier left alive would hang this node's actor system at exit.
+  if (job.mode != "async")
+    for (auto& f : fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
   result->ok = result->ok && result->error.empty();
   stop_registrar();
   unpublish();
