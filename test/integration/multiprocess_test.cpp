@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -136,12 +137,18 @@ struct multiprocess_test : ::testing::Test {
     return least_squares_mse(load_job_data(job).train);
   }
 
-  std::size_t start_cluster() {
-    auto coord = spawn("coordinator", {"--cluster.port=0"});
+  /// Starts the coordinator, 2 ps and 3 worker processes (in that order in `kids`); `extra`
+  /// goes to every process.
+  std::size_t start_cluster(std::vector<std::string> extra = {}) {
+    auto with = [&](std::vector<std::string> v) {
+      v.insert(v.end(), extra.begin(), extra.end());
+      return v;
+    };
+    auto coord = spawn("coordinator", with({"--cluster.port=0"}));
     auto port = wait_for_line(coord, "listening on port ", 20s);
     if (port.empty()) throw std::runtime_error("coordinator did not listen: " + kids[coord].text);
     for (auto role : {"ps", "ps", "worker", "worker", "worker"})
-      spawn(role, {"--cluster.port=" + port});
+      spawn(role, with({"--cluster.port=" + port}));
     return coord;
   }
 };
@@ -178,6 +185,53 @@ TEST_F(multiprocess_test, a_sigkilled_worker_process_does_not_stop_the_job_or_le
   }
   auto best = closed_form();
   EXPECT_LT((std::stod(line) - best) / best, 1e-2);
+}
+
+// A hung node: SIGSTOP keeps its sockets open, so only the heartbeats (on by default on every
+// node, both sides: cluster.heartbeat / cluster.connection-timeout) can tell. Sync mode, so the
+// whole job waits for the stopped worker until it is declared lost and the barriers shrink.
+TEST_F(multiprocess_test, a_sigstopped_worker_process_is_declared_lost_within_a_second) {
+  auto coord = start_cluster({"--job.mode=sync"});
+  ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
+  auto victim = kids.size() - 3;  // the first worker process
+  ASSERT_EQ(wait_for_line(coord, " lost at step ", 0s), "") << "lost before the stop";
+  auto stopped_at = clock_type::now();
+  ASSERT_EQ(::kill(kids[victim].pid, SIGSTOP), 0);
+  auto lost = wait_for_line(coord, " lost at step ", 10s);
+  auto latency = clock_type::now() - stopped_at;
+  ASSERT_FALSE(lost.empty()) << kids[coord].text;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(latency).count();
+  EXPECT_LT(ms, 1000) << "the stopped worker was reported lost " << ms << " ms after SIGSTOP";
+  std::cerr << "SIGSTOP detected after " << ms << " ms\n";
+  auto line = wait_for_line(coord, "result: train loss ", 25s);
+  ASSERT_FALSE(line.empty()) << kids[coord].text;
+  // Resumed, the node finds its coordinator gone and exits on its own.
+  ::kill(kids[victim].pid, SIGCONT);
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  for (auto& k : kids)
+    EXPECT_TRUE(WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << k.text;
+  auto best = closed_form();
+  EXPECT_LT((std::stod(line) - best) / best, 1e-2);
+}
+
+// A ps process dies: its shard's state is gone (no checkpoint restore across nodes), so the job
+// fails, naming the shard, and every process exits instead of waiting for it.
+TEST_F(multiprocess_test, a_sigkilled_ps_process_fails_the_job_naming_its_shard) {
+  auto coord = start_cluster();
+  ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
+  auto victim = std::size_t{1};  // the first ps process
+  // With 2 shards on 2 ps nodes, ps node i holds shard i; its index is in the coordinator's log.
+  auto index = wait_for_line(
+      coord, "ps node 'ps-" + std::to_string(kids[victim].pid) + "' registered as ps ", 0s);
+  ASSERT_FALSE(index.empty()) << kids[coord].text;
+  ::kill(kids[victim].pid, SIGKILL);
+  auto failed = wait_for_line(coord, "job failed: ", 15s);
+  EXPECT_NE(failed.find("shard " + index + " went down"), std::string::npos)
+      << failed << "\n" << kids[coord].text;
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  EXPECT_TRUE(WIFEXITED(kids[coord].status) && WEXITSTATUS(kids[coord].status) == 1)
+      << kids[coord].text;
+  EXPECT_TRUE(WIFSIGNALED(kids[victim].status));
 }
 
 }  // namespace
