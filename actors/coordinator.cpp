@@ -78,8 +78,9 @@ void evaluate_now(self_ptr self, bool final_eval) {
     st.cfg.result->history.push_back(p);
     if (st.cfg.hooks.on_eval) st.cfg.hooks.on_eval(p);
     if (auto* hub = st.cfg.hooks.hub) {
-      hub->add_curve_point({p.seconds, p.samples, p.train_loss, p.test_loss, p.test_accuracy,
-                            p.seconds > 0 ? p.samples / p.seconds : 0});
+      // Evaluation points carry the test metrics; throughput comes from the ticks' intervals.
+      hub->add_curve_point(
+          {p.seconds, p.samples, p.train_loss, p.test_loss, p.test_accuracy, std::nan("")});
       publish_snapshot(st, *hub, false);
     }
     if (final_eval) {
@@ -266,6 +267,7 @@ coordinator_actor::behavior_type coordinator(
           worker_track t;
           t.handle = st.cfg.workers[static_cast<std::size_t>(i)];
           t.last_report = st.start;
+          t.rate_since = st.start;
           self->monitor(t.handle);
           st.workers.push_back(std::move(t));
         }
@@ -295,11 +297,16 @@ coordinator_actor::behavior_type coordinator(
         w.step = std::max(w.step, r.step);
         w.done_samples += r.samples;
         auto now = std::chrono::steady_clock::now();
-        auto dt = std::chrono::duration<double>(now - w.last_report).count();
-        if (r.samples > 0) {
-          w.rate = dt > 0 ? r.samples / dt : 0;
-          w.last_loss = r.loss_sum / r.samples;
+        // Rates over windows of at least 0.5 s: reports queued behind an evaluation arrive
+        // together, and a rate over their near-zero spacing would be meaningless.
+        w.rate_samples += r.samples;
+        auto dt = std::chrono::duration<double>(now - w.rate_since).count();
+        if (dt >= 0.5) {
+          w.rate = w.rate_samples / dt;
+          w.rate_samples = 0;
+          w.rate_since = now;
         }
+        if (r.samples > 0) w.last_loss = r.loss_sum / r.samples;
         w.last_staleness = r.max_staleness;
         w.last_report = now;
         st.samples += r.samples;
@@ -327,8 +334,9 @@ coordinator_actor::behavior_type coordinator(
                       [](caf::error&) {});
           auto p = current_point(st);
           double dt = p.seconds - st.curve_seconds;
-          hub->add_curve_point({p.seconds, p.samples, p.train_loss, std::nan(""), std::nan(""),
-                                dt > 0 ? (p.samples - st.curve_samples) / dt : 0});
+          hub->add_curve_point({p.seconds, p.samples,
+                                st.loss_rows > 0 ? p.train_loss : std::nan(""), std::nan(""),
+                                std::nan(""), dt > 0 ? (p.samples - st.curve_samples) / dt : 0});
           st.curve_seconds = p.seconds;
           st.curve_samples = p.samples;
           publish_snapshot(st, *hub, false);

@@ -62,7 +62,9 @@ struct worker_track {
   bool finished = false;
   bool alive = true;
   std::chrono::steady_clock::time_point last_report;
-  double rate = 0;       ///< samples/s over its last report interval
+  double rate = 0;       ///< samples/s over the last rate window (>= 0.5 s)
+  std::int64_t rate_samples = 0;  ///< samples since the rate window opened
+  std::chrono::steady_clock::time_point rate_since;
   double last_loss = 0;  ///< mean loss of its last report
   std::int64_t last_staleness = 0;
 };

@@ -21,6 +21,7 @@ app_config::app_config() {
       .add<int64_t>("seed", "random seed")
       .add<str>("device", "cpu | cuda:N | auto")
       .add<str>("metrics", "metrics file (.csv or .jsonl)")
+      .add<double>("stall-after", "name a worker or barrier step as stalled after this many seconds")
       .add<int64_t>("backup", "sync: backup workers (K = workers - backup)")
       .add<int64_t>("ssp-bound", "ssp: max steps ahead of the slowest worker")
       .add<str>("late-policy", "sync with backup: drop | fold late slices")

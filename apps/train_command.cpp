@@ -82,6 +82,11 @@ int train_command(const std::vector<std::string>& argv) {
                                      5);
   engine_hooks hooks;
   hooks.hub = &hub;
+  hooks.stall_after_s = caf::get_or(caf::content(cfg), "job.stall-after", 1.0);
+  if (!(hooks.stall_after_s > 0)) {
+    std::cerr << "actrain train: job.stall-after must be > 0\n";
+    return 2;
+  }
   hooks.on_eval = [&](const progress_point& p) {
     std::cout << (observe::progress_reporter::stdout_is_terminal() ? "\n" : "") << "epoch "
               << p.epoch << "/" << job.epochs << "  step " << p.step << "  train loss "

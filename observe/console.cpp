@@ -189,7 +189,7 @@ std::string run_summary(const run_snapshot& s) {
   std::string out =
       summary_table({{"job", s.job},
                      {"mode", s.mode},
-                     {"epochs", std::to_string(s.epoch) + "/" + std::to_string(s.epochs)},
+                     {"epochs", std::to_string(s.finished ? s.epoch + 1 : s.epoch) + "/" + std::to_string(s.epochs)},
                      {"steps", std::to_string(s.step)},
                      {"samples", std::to_string(s.samples)},
                      {"time", format_duration(s.elapsed_s)},
