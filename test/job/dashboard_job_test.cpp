@@ -8,6 +8,8 @@
 #include "running_job.hpp"
 
 namespace actrain::job_testing {
+
+using namespace actrain::browser_testing;
 namespace {
 
 /// Softmax on 8000 Fashion-MNIST rows, evaluated every epoch. Every worker sleeps 10 ms per step

@@ -1,23 +1,15 @@
 // Opens the dashboard in headless Chromium (Debian's `chromium`) while a background thread feeds
 // the hub like a running job, then checks the DOM has drawn curves and keeps a screenshot as an
 // artifact ($ACTRAIN_ARTIFACTS, else <build>/artifacts). Skips when chromium is not installed.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <regex>
-#include <sstream>
 #include <thread>
 
+#include "chromium.hpp"
 #include "observe/http_server.hpp"
 #include "observe/svg_plot.hpp"
 #include "synthetic_run.hpp"
@@ -27,112 +19,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string find_chromium() {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "/usr/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':'))
-    for (const char* name : {"chromium", "chromium-browser"}) {
-      const auto p = fs::path(dir) / name;
-      if (::access(p.c_str(), X_OK) == 0) return p.string();
-    }
-  return "";
-}
-
-fs::path artifact_dir() {
-  const char* env = std::getenv("ACTRAIN_ARTIFACTS");
-  fs::path dir = env && *env ? fs::path(env) : fs::path(ACTRAIN_DEFAULT_ARTIFACTS);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Live (non-zombie) processes whose parent is this process.
-std::vector<pid_t> live_children() {
-  std::vector<pid_t> out;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = read(e.path() / "stat");
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    long ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == ::getpid() && state != 'Z') out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return out;
-}
-
-/// Runs `timeout -k 5 60 <args>` with stdout to `out_path` and waits for it. Chromium forks
-/// helpers, and its crash handler detaches into its own session; this process is made a child
-/// subreaper so every such descendant is re-parented here instead of to init, and is killed and
-/// reaped before returning: nothing outlives the test. Returns the exit status (or -1).
-int run_bounded(const std::vector<std::string>& args, const fs::path& out_path,
-                const fs::path& err_path) {
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  std::vector<std::string> full{"timeout", "-k", "5", "60"};
-  full.insert(full.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : full) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (out >= 0) ::dup2(out, STDOUT_FILENO);
-    if (err >= 0) ::dup2(err, STDERR_FILENO);
-    ::execvp(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  // Everything left is a descendant of ours (re-parented here): kill and reap until none is
-  // left; a killed helper's own children arrive here in turn, hence the (bounded) loop.
-  for (int round = 0; round < 100; ++round) {
-    const auto left = live_children();
-    for (pid_t c : left) ::kill(c, SIGKILL);
-    for (pid_t c : left) ::waitpid(c, nullptr, 0);  // killed: returns promptly
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {   // zombies re-parented here
-    }
-    if (left.empty()) break;
-  }
-  EXPECT_TRUE(live_children().empty()) << "chromium processes left behind";
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/// The attributes of <polyline id="ID" ...> in a serialized DOM.
-struct drawn_line {
-  int data_points = -1;
-  int pairs = -1;
-};
-drawn_line polyline(const std::string& dom, const std::string& id) {
-  drawn_line d;
-  std::smatch m;
-  if (!std::regex_search(dom, m, std::regex("<polyline[^>]*id=\"" + id + "\"[^>]*>"))) return d;
-  const std::string tag = m.str();
-  std::smatch a;
-  if (std::regex_search(tag, a, std::regex("data-points=\"([0-9]+)\"")))
-    d.data_points = std::stoi(a[1]);
-  if (std::regex_search(tag, a, std::regex(" points=\"([^\"]*)\""))) {
-    const std::string pts = a[1];
-    std::istringstream in(pts);
-    std::string pair;
-    d.pairs = 0;
-    while (in >> pair)
-      if (std::regex_match(pair, std::regex("-?[0-9.]+,-?[0-9.]+"))) ++d.pairs;
-  }
-  return d;
-}
+using browser_testing::find_chromium;
+using browser_testing::polyline;
+using browser_testing::run_bounded;
+fs::path artifact_dir() { return browser_testing::artifact_dir(ACTRAIN_DEFAULT_ARTIFACTS); }
+std::string read(const fs::path& p) { return browser_testing::read_file(p); }
 
 /// Feeds a hub like a running job: a point every 20 ms until stopped (bounded).
 class synthetic_job {

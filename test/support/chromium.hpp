@@ -1,7 +1,6 @@
 #pragma once
 // Headless Chromium for tests: find it, run it bounded, reap every process it forks, read the
-// polylines of a dumped DOM. The same approach as test/unit/observe/dashboard_browser_test.cpp
-// (which keeps its copy in its .cpp), shared here by the job tests and the docs screenshot.
+// polylines of a dumped DOM. Shared by the dashboard tests (test/unit/observe, test/job).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -17,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace actrain::job_testing {
+namespace actrain::browser_testing {
 
 namespace fs = std::filesystem;
 
@@ -156,4 +155,4 @@ inline std::pair<unsigned, unsigned> png_size(const std::string& bytes) {
   return {be32(16), be32(20)};
 }
 
-}  // namespace actrain::job_testing
+}  // namespace actrain::browser_testing
