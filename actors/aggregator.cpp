@@ -40,8 +40,10 @@ void release(self_ptr self) {
   auto held = std::move(st.held);
   st.held.clear();
   for (auto& h : held) {
-    if (answerable(st, h.req)) answer(self, h.req, h.promise);
-    else st.held.push_back(std::move(h));
+    if (answerable(st, h.req))
+      answer(self, h.req, h.promise);
+    else
+      st.held.push_back(std::move(h));
   }
 }
 
@@ -51,8 +53,10 @@ caf::result<weights> on_pull(self_ptr self, const pull_request& r) {
   if (m >= 0 && st.last_step[static_cast<std::size_t>(m)] == unseen)
     st.last_step[static_cast<std::size_t>(m)] = r.step - 1;  // its first pull: nothing owed before
   auto p = self->make_response_promise<weights>();
-  if (answerable(st, r)) answer(self, r, p);
-  else st.held.push_back({r, p});
+  if (answerable(st, r))
+    answer(self, r, p);
+  else
+    st.held.push_back({r, p});
   return p;
 }
 
@@ -102,8 +106,8 @@ caf::expected<push_ack> on_push(self_ptr self, const gradient& g) {
   auto i = static_cast<std::size_t>(m);
   if (st.sum.empty()) st.sum.assign(g.values.size(), 0.f);
   if (g.values.size() != st.sum.size())
-    return make_error(errc::bad_length, "aggregator " + std::to_string(st.cfg.group) +
-                                            ": worker " + std::to_string(g.worker) + " pushed " +
+    return make_error(errc::bad_length, "aggregator " + std::to_string(st.cfg.group) + ": worker " +
+                                            std::to_string(g.worker) + " pushed " +
                                             std::to_string(g.values.size()) + " values, expected " +
                                             std::to_string(st.sum.size()));
   if (!g.values.all_finite())

@@ -11,9 +11,10 @@ struct job_spec;
 
 /// How to build one local aggregator.
 struct aggregator_config {
-  shard_actor front;             ///< what the group pushes to: a shard or a barrier
-  std::int32_t group = 0;        ///< the id this group uses towards the front (pushes and pulls)
-  std::int32_t first_worker = 0; ///< workers first_worker .. first_worker + members - 1 belong here
+  shard_actor front;       ///< what the group pushes to: a shard or a barrier
+  std::int32_t group = 0;  ///< the id this group uses towards the front (pushes and pulls)
+  std::int32_t first_worker =
+      0;  ///< workers first_worker .. first_worker + members - 1 belong here
   std::int32_t members = 1;
   std::chrono::milliseconds timeout{60000};  ///< requests to the front
 };
@@ -28,17 +29,17 @@ struct aggregator_state {
     caf::typed_response_promise<weights> promise;
   };
   std::vector<held_pull> held;
-  std::vector<bool> active;            ///< per member: still expected
-  std::vector<bool> arrived;           ///< per member: has a slice in the open step
-  std::vector<std::int64_t> last_step; ///< per member: last step it pushed (-1: none yet)
-  std::vector<float> sum;              ///< row-weighted sum of the open step's slices
+  std::vector<bool> active;             ///< per member: still expected
+  std::vector<bool> arrived;            ///< per member: has a slice in the open step
+  std::vector<std::int64_t> last_step;  ///< per member: last step it pushed (-1: none yet)
+  std::vector<float> sum;               ///< row-weighted sum of the open step's slices
   std::int64_t sum_rows = 0;
-  std::int64_t base_version = -1;      ///< oldest base version among the open step's slices
+  std::int64_t base_version = -1;  ///< oldest base version among the open step's slices
   std::int32_t arrivals = 0;
-  bool flushing = false;               ///< a combined push awaits the front's ack
-  std::int64_t step = 0;               ///< combined pushes sent (the group's step at the front)
-  std::int64_t version = 0;            ///< the front's version in its last ack
-  std::int64_t slices = 0;             ///< member slices accepted (for tests)
+  bool flushing = false;     ///< a combined push awaits the front's ack
+  std::int64_t step = 0;     ///< combined pushes sent (the group's step at the front)
+  std::int64_t version = 0;  ///< the front's version in its last ack
+  std::int64_t slices = 0;   ///< member slices accepted (for tests)
 };
 
 /// Local aggregation (the seed's in-graph replication): stands in front of one shard or barrier

@@ -59,15 +59,19 @@ void release(self_ptr self) {
   auto held = std::move(st.held);
   st.held.clear();
   for (auto& h : held) {
-    if (answerable(st, h.req)) answer(self, h.req, h.promise);
-    else st.held.push_back(std::move(h));
+    if (answerable(st, h.req))
+      answer(self, h.req, h.promise);
+    else
+      st.held.push_back(std::move(h));
   }
 }
 
 caf::result<weights> on_pull(self_ptr self, const pull_request& r) {
   auto p = self->make_response_promise<weights>();
-  if (answerable(self->state, r)) answer(self, r, p);
-  else self->state.held.push_back({r, p});
+  if (answerable(self->state, r))
+    answer(self, r, p);
+  else
+    self->state.held.push_back({r, p});
   return p;
 }
 
@@ -110,9 +114,8 @@ caf::error check(barrier_state& st, const gradient& g) {
                                             std::to_string(g.values.size()) + " values, expected " +
                                             std::to_string(st.sum.size()));
   if (!g.values.all_finite())
-    return make_error(errc::non_finite,
-                      "barrier: gradient from worker " + std::to_string(g.worker) +
-                          " holds NaN or infinity");
+    return make_error(errc::non_finite, "barrier: gradient from worker " +
+                                            std::to_string(g.worker) + " holds NaN or infinity");
   return {};
 }
 
@@ -171,8 +174,8 @@ void fill_waiting(const barrier_state& st, shard_stats& s) {
   s.waiting_for.clear();
   if (st.cfg.mode == "ssp" || st.arrivals == 0) return;
   s.waiting_step = st.done;
-  s.waiting_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.open_since)
-                    .count();
+  s.waiting_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - st.open_since).count();
   for (std::size_t w = 0; w < st.active.size(); ++w)
     if (st.active[w] && !st.arrived[w]) s.waiting_for.push_back(static_cast<std::int32_t>(w));
 }
@@ -251,7 +254,8 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
                       std::move(c))
             .then(
                 [self, p](std::int64_t v) mutable {
-                  self->state.open_version = v;  // the open step now starts from the restored values
+                  self->state.open_version =
+                      v;  // the open step now starts from the restored values
                   p.deliver(v);
                 },
                 [p](caf::error& e) mutable { p.deliver(std::move(e)); });

@@ -16,7 +16,8 @@ struct job_spec;
 struct barrier_event {
   enum kind_t : std::uint8_t { push, answer, leave, apply, late } kind = push;
   std::int32_t worker = 0;
-  std::int64_t step = 0;  ///< push/late: the gradient's step; answer: the pulled step; apply: global step
+  std::int64_t step =
+      0;  ///< push/late: the gradient's step; answer: the pulled step; apply: global step
 };
 
 /// An append-only, thread-safe record of barrier events. Shared between the barrier (writer) and
@@ -32,14 +33,14 @@ struct barrier_log {
 
 /// How to build one barrier.
 struct barrier_config {
-  shard_actor shard;              ///< the shard this barrier stands in front of
-  std::string mode = "sync";      ///< "sync" or "ssp"
-  std::int32_t workers = 1;       ///< N: workers 0..N-1 push here
-  std::int32_t backup = 0;        ///< sync: K = N - backup
-  std::int32_t ssp_bound = 0;     ///< ssp: s
-  std::string late_policy = "drop";  ///< sync: "drop" or "fold" slices of a finished step
+  shard_actor shard;                         ///< the shard this barrier stands in front of
+  std::string mode = "sync";                 ///< "sync" or "ssp"
+  std::int32_t workers = 1;                  ///< N: workers 0..N-1 push here
+  std::int32_t backup = 0;                   ///< sync: K = N - backup
+  std::int32_t ssp_bound = 0;                ///< ssp: s
+  std::string late_policy = "drop";          ///< sync: "drop" or "fold" slices of a finished step
   std::chrono::milliseconds timeout{60000};  ///< requests to the shard
-  std::shared_ptr<barrier_log> log;  ///< optional record of every decision
+  std::shared_ptr<barrier_log> log;          ///< optional record of every decision
 };
 
 /// What a barrier keeps. A worker's "clock" is how many steps it has pushed (its last pushed
@@ -51,15 +52,15 @@ struct barrier_state {
     pull_request req;
     caf::typed_response_promise<weights> promise;
   };
-  std::vector<held_pull> held;             ///< pulls not answerable yet
-  std::vector<std::int64_t> clock;         ///< per worker: steps pushed
-  std::vector<bool> active;                ///< per worker: still expected
+  std::vector<held_pull> held;      ///< pulls not answerable yet
+  std::vector<std::int64_t> clock;  ///< per worker: steps pushed
+  std::vector<bool> active;         ///< per worker: still expected
   // sync
-  std::int64_t done = 0;                   ///< global steps applied through this barrier
-  std::int64_t open_version = -1;          ///< shard version the open step's slices start from
-  std::vector<float> sum;                  ///< row-weighted sum of the open step's slices
+  std::int64_t done = 0;           ///< global steps applied through this barrier
+  std::int64_t open_version = -1;  ///< shard version the open step's slices start from
+  std::vector<float> sum;          ///< row-weighted sum of the open step's slices
   std::int64_t sum_rows = 0;
-  std::vector<bool> arrived;               ///< per worker: has a slice in the open step
+  std::vector<bool> arrived;  ///< per worker: has a slice in the open step
   std::int32_t arrivals = 0;
   std::chrono::steady_clock::time_point open_since;  ///< when the open step's first slice came
   std::int64_t dropped_late = 0;

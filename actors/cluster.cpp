@@ -21,9 +21,12 @@ node_role parse_role(const std::string& s) {
 
 std::string to_string(node_role r) {
   switch (r) {
-    case node_role::coordinator: return "coordinator";
-    case node_role::ps: return "ps";
-    case node_role::worker: return "worker";
+    case node_role::coordinator:
+      return "coordinator";
+    case node_role::ps:
+      return "ps";
+    case node_role::worker:
+      return "worker";
   }
   return "unknown";
 }
@@ -58,10 +61,10 @@ caf::error check_hello(const std::string& expected_token, const std::string& rol
                       "the cluster token of this " + role +
                           " node does not match the coordinator's ([cluster] token)");
   if (version != protocol_version)
-    return make_error(errc::version_mismatch,
-                      "protocol version " + std::to_string(version) + " of this " + role +
-                          " node differs from the coordinator's " +
-                          std::to_string(protocol_version));
+    return make_error(errc::version_mismatch, "protocol version " + std::to_string(version) +
+                                                  " of this " + role +
+                                                  " node differs from the coordinator's " +
+                                                  std::to_string(protocol_version));
   if (!is_byte_order_probe(probe))
     return make_error(errc::version_mismatch,
                       "byte order or float format of this " + role +
@@ -166,8 +169,8 @@ caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job
     st.waiting.clear();
   };
   return {
-      [self](hello_atom, const std::string& role, const std::string& token,
-             std::uint32_t version, const tensor& probe,
+      [self](hello_atom, const std::string& role, const std::string& token, std::uint32_t version,
+             const tensor& probe,
              const std::string& name) -> caf::result<std::int32_t, std::int32_t, tensor> {
         auto& st = self->state;
         auto refuse = [&](caf::error err) {
@@ -242,9 +245,9 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
                                    const cluster_options& opts, node_hooks hooks) {
   validate(job);
   if (opts.ps_nodes < 1 || opts.ps_nodes > job.shards)
-    throw std::invalid_argument("cluster.ps-nodes must be in [1, job.shards = " +
-                                std::to_string(job.shards) + "], got " +
-                                std::to_string(opts.ps_nodes));
+    throw std::invalid_argument(
+        "cluster.ps-nodes must be in [1, job.shards = " + std::to_string(job.shards) + "], got " +
+        std::to_string(opts.ps_nodes));
   // Local aggregation combines the workers of one process; across nodes every worker is its own
   // process, so there is nothing to combine (and the barriers would count one group).
   if (job.local_aggregation)
@@ -279,8 +282,7 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     return fail;
   }
   auto unpublish = [&] { sys.middleman().unpublish(reg, *port); };
-  if (hooks.control)
-    hooks.control->on_kill([reg] { caf::anon_send(reg, stop_atom::value); });
+  if (hooks.control) hooks.control->on_kill([reg] { caf::anon_send(reg, stop_atom::value); });
   if (!opts.port_file.empty()) {
     // Write then rename: a launcher polling the file never reads half a number.
     auto tmp = opts.port_file + ".tmp";

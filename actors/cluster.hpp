@@ -82,7 +82,7 @@ class node_control {
 /// Callbacks of a coordinator node (called from CAF threads; keep them short).
 struct node_hooks {
   engine_hooks engine;
-  std::function<void(std::uint16_t)> on_listening;  ///< the registrar is published at this port
+  std::function<void(std::uint16_t)> on_listening;   ///< the registrar is published at this port
   std::function<void(const std::string&)> on_event;  ///< joins, refusals, departures
   std::shared_ptr<node_control> control;             ///< optional: lets others stop the node
 };
@@ -90,7 +90,7 @@ struct node_hooks {
 /// What a ps or worker node ends with.
 struct node_outcome {
   bool ok = false;
-  std::string message;  ///< why it failed, or how it ended
+  std::string message;      ///< why it failed, or how it ended
   std::int32_t index = -1;  ///< the index it was assigned
 };
 

@@ -42,8 +42,8 @@ void gather_params(self_ptr self, K k) {
             [self, s, params, left, k](weights& w) {
               auto& r = self->state.cfg.ranges[s];
               if (w.values.size() != static_cast<std::size_t>(r.end - r.begin)) {
-                self->quit(make_error(errc::bad_length, "shard " + std::to_string(s) +
-                                                            " returned the wrong length"));
+                self->quit(make_error(errc::bad_length,
+                                      "shard " + std::to_string(s) + " returned the wrong length"));
                 return;
               }
               std::copy(w.values.data(), w.values.data() + w.values.size(),
@@ -91,8 +91,8 @@ void evaluate_now(self_ptr self, bool final_eval) {
     }
     if (st.cfg.job.target_accuracy > 0 && res.accuracy >= st.cfg.job.target_accuracy &&
         !st.finishing) {
-      event(self, "target accuracy " + std::to_string(st.cfg.job.target_accuracy) +
-                      " reached: stopping");
+      event(self,
+            "target accuracy " + std::to_string(st.cfg.job.target_accuracy) + " reached: stopping");
       st.stopping_early = true;
       st.finishing = true;
       st.train_seconds = elapsed(st);

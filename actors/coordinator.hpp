@@ -22,7 +22,7 @@ struct engine_result {
   double seconds = 0;                   ///< wall time from the first assignment to the last step
   std::int64_t samples = 0;
   double samples_per_s = 0;
-  eval_result test;                     ///< final evaluation
+  eval_result test;                               ///< final evaluation
   std::vector<std::int64_t> staleness_histogram;  ///< summed over shards
   std::vector<shard_stats> shards;
   int workers_lost = 0;
@@ -30,9 +30,9 @@ struct engine_result {
 
 /// Callbacks the coordinator makes on its own thread (keep them short).
 struct engine_hooks {
-  std::function<void(const progress_point&)> on_eval;      ///< after every evaluation
-  std::function<void(const std::string&)> on_event;        ///< one-line events (worker lost, ...)
-  std::chrono::milliseconds tick{1000};                    ///< console/metrics period
+  std::function<void(const progress_point&)> on_eval;  ///< after every evaluation
+  std::function<void(const std::string&)> on_event;    ///< one-line events (worker lost, ...)
+  std::chrono::milliseconds tick{1000};                ///< console/metrics period
   std::function<void(const progress_point&, double eta_s)> on_tick;  ///< periodic progress
   /// When set, the coordinator publishes the run's state there every tick (HTTP endpoint,
   /// console, metrics file read it). Not owned; must outlive the job.
@@ -62,7 +62,7 @@ struct worker_track {
   bool finished = false;
   bool alive = true;
   std::chrono::steady_clock::time_point last_report;
-  double rate = 0;       ///< samples/s over the last rate window (>= 0.5 s)
+  double rate = 0;                ///< samples/s over the last rate window (>= 0.5 s)
   std::int64_t rate_samples = 0;  ///< samples since the rate window opened
   std::chrono::steady_clock::time_point rate_since;
   double last_loss = 0;  ///< mean loss of its last report

@@ -76,12 +76,14 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
     s.samples_per_epoch = rows;
     s.elapsed_s = now;
     s.samples_per_s = now > 0 ? st.samples / now : 0;
-    s.eta_s = s.samples_per_s > 0 ? std::max<double>(0, st.target_samples - st.samples) /
-                                        s.samples_per_s
-                                  : 0;
+    s.eta_s = s.samples_per_s > 0
+                  ? std::max<double>(0, st.target_samples - st.samples) / s.samples_per_s
+                  : 0;
     s.finished = finished;
-    if (st.loss_rows > 0) s.train_loss = st.loss_sum / st.loss_rows;
-    else if (!st.cfg.result->history.empty()) s.train_loss = st.cfg.result->history.back().train_loss;
+    if (st.loss_rows > 0)
+      s.train_loss = st.loss_sum / st.loss_rows;
+    else if (!st.cfg.result->history.empty())
+      s.train_loss = st.cfg.result->history.back().train_loss;
     if (!st.cfg.result->history.empty()) {
       s.test_loss = st.cfg.result->history.back().test_loss;
       s.test_accuracy = st.cfg.result->history.back().test_accuracy;

@@ -9,20 +9,22 @@ namespace actrain {
 /// actrain's error codes, carried as CAF errors in category "actrain".
 enum class errc : std::uint8_t {
   none = 0,
-  bad_length,       ///< a tensor whose length does not match what the receiver owns
-  non_finite,       ///< NaN or infinity in a gradient or weights
-  bad_token,        ///< a node registered with the wrong cluster token
-  version_mismatch, ///< protocol version or byte order differs between nodes
-  bad_config,       ///< a job or node configuration is invalid
-  stopped,          ///< the job was stopped
-  timeout,          ///< a request outlived its deadline
-  node_down,        ///< the peer node went down with requests outstanding
-  no_worker,        ///< every worker is gone
+  bad_length,        ///< a tensor whose length does not match what the receiver owns
+  non_finite,        ///< NaN or infinity in a gradient or weights
+  bad_token,         ///< a node registered with the wrong cluster token
+  version_mismatch,  ///< protocol version or byte order differs between nodes
+  bad_config,        ///< a job or node configuration is invalid
+  stopped,           ///< the job was stopped
+  timeout,           ///< a request outlived its deadline
+  node_down,         ///< the peer node went down with requests outstanding
+  no_worker,         ///< every worker is gone
 };
 
 std::string to_string(errc x);
 
-inline caf::atom_value errc_category() { return caf::atom("actrain"); }
+inline caf::atom_value errc_category() {
+  return caf::atom("actrain");
+}
 
 /// An actrain error with a context string (the message shown to users).
 inline caf::error make_error(errc x, std::string context) {

@@ -15,16 +15,26 @@ shard_range_t param_range(std::int64_t num_params, int shards, int index) {
 
 std::string to_string(errc x) {
   switch (x) {
-    case errc::none: return "none";
-    case errc::bad_length: return "bad_length";
-    case errc::non_finite: return "non_finite";
-    case errc::bad_token: return "bad_token";
-    case errc::version_mismatch: return "version_mismatch";
-    case errc::bad_config: return "bad_config";
-    case errc::stopped: return "stopped";
-    case errc::timeout: return "timeout";
-    case errc::node_down: return "node_down";
-    case errc::no_worker: return "no_worker";
+    case errc::none:
+      return "none";
+    case errc::bad_length:
+      return "bad_length";
+    case errc::non_finite:
+      return "non_finite";
+    case errc::bad_token:
+      return "bad_token";
+    case errc::version_mismatch:
+      return "version_mismatch";
+    case errc::bad_config:
+      return "bad_config";
+    case errc::stopped:
+      return "stopped";
+    case errc::timeout:
+      return "timeout";
+    case errc::node_down:
+      return "node_down";
+    case errc::no_worker:
+      return "no_worker";
   }
   return "unknown";
 }
@@ -41,8 +51,10 @@ std::string describe_error(const caf::error& err) {
   }
   if (!err.context().empty()) {
     auto& ctx = err.context();
-    if (ctx.match_elements<std::string>()) out += ": " + ctx.get_as<std::string>(0);
-    else out += ": " + caf::to_string(ctx);
+    if (ctx.match_elements<std::string>())
+      out += ": " + ctx.get_as<std::string>(0);
+    else
+      out += ": " + caf::to_string(ctx);
   }
   return out;
 }

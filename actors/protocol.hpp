@@ -74,10 +74,10 @@ struct shard_stats {
   std::int64_t version = 0;
   std::int64_t pushes = 0;
   std::int64_t pulls = 0;
-  std::int64_t rejected = 0;       ///< bad length or non-finite values
-  std::int64_t dropped_stale = 0;  ///< dropped by the staleness policy
-  std::int64_t dropped_late = 0;   ///< barrier: slices for an already finished step
-  std::int64_t mailbox = 0;        ///< messages waiting when the stats were taken
+  std::int64_t rejected = 0;                      ///< bad length or non-finite values
+  std::int64_t dropped_stale = 0;                 ///< dropped by the staleness policy
+  std::int64_t dropped_late = 0;                  ///< barrier: slices for an already finished step
+  std::int64_t mailbox = 0;                       ///< messages waiting when the stats were taken
   std::vector<std::int64_t> staleness_histogram;  ///< index = staleness (last bin: >= size-1)
   /// Barrier only: the step it is holding back, for how long, and for which workers' slices
   /// (waiting_step = -1 when nothing is waiting). Feeds the coordinator's stall diagnosis.
@@ -90,11 +90,11 @@ struct shard_stats {
 struct progress_report {
   std::int32_t worker = 0;
   std::int64_t step = 0;
-  std::int64_t samples = 0;   ///< samples since the last report
-  double loss_sum = 0;        ///< summed loss over those samples
-  double busy_seconds = 0;    ///< compute time since the last report
+  std::int64_t samples = 0;  ///< samples since the last report
+  double loss_sum = 0;       ///< summed loss over those samples
+  double busy_seconds = 0;   ///< compute time since the last report
   std::int64_t max_staleness = 0;
-  bool finished = false;      ///< the worker has done all the work it was assigned
+  bool finished = false;  ///< the worker has done all the work it was assigned
 };
 
 /// A saved shard: parameters, optimizer state, version (for checkpoints and restore).
@@ -157,14 +157,14 @@ typename Inspector::result_type inspect(Inspector& f, shard_range_t& x) {
 // -- typed interfaces ---------------------------------------------------------------------------
 
 /// A parameter shard, or anything that stands in front of one (a barrier). Workers use only this.
-using shard_actor = caf::typed_actor<
-    caf::replies_to<pull_atom, pull_request>::with<weights>,
-    caf::replies_to<push_atom, gradient>::with<push_ack>,
-    caf::replies_to<push_pull_atom, gradient>::with<weights>,
-    caf::replies_to<stats_atom>::with<shard_stats>,
-    caf::replies_to<checkpoint_atom>::with<shard_checkpoint>,
-    caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>,
-    caf::reacts_to<leave_atom, std::int32_t>>;
+using shard_actor =
+    caf::typed_actor<caf::replies_to<pull_atom, pull_request>::with<weights>,
+                     caf::replies_to<push_atom, gradient>::with<push_ack>,
+                     caf::replies_to<push_pull_atom, gradient>::with<weights>,
+                     caf::replies_to<stats_atom>::with<shard_stats>,
+                     caf::replies_to<checkpoint_atom>::with<shard_checkpoint>,
+                     caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>,
+                     caf::reacts_to<leave_atom, std::int32_t>>;
 
 /// What a worker is given: its shards, the rows of the training set it owns, how long to run.
 struct worker_assignment {
@@ -183,13 +183,12 @@ typename Inspector::result_type inspect(Inspector& f, worker_assignment& x) {
 }
 
 /// A worker: started with an assignment (again to add rows), stopped with stop_atom.
-using worker_actor = caf::typed_actor<caf::reacts_to<assign_atom, worker_assignment>,
-                                      caf::reacts_to<stop_atom>>;
+using worker_actor =
+    caf::typed_actor<caf::reacts_to<assign_atom, worker_assignment>, caf::reacts_to<stop_atom>>;
 
 /// Where workers report; the coordinator.
 using coordinator_actor =
-    caf::typed_actor<caf::reacts_to<progress_atom, progress_report>,
-                     caf::reacts_to<tick_atom>,
+    caf::typed_actor<caf::reacts_to<progress_atom, progress_report>, caf::reacts_to<tick_atom>,
                      caf::replies_to<run_atom>::with<std::string>>;
 
 }  // namespace actrain

@@ -50,7 +50,8 @@ caf::expected<push_ack> apply_push(shard_state& st, const gradient& g) {
   return push_ack{st.version, staleness, true};
 }
 
-shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self, shard_config cfg) {
+shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self,
+                                 shard_config cfg) {
   auto& st = self->state;
   st.index = cfg.index;
   st.values = std::move(cfg.init);

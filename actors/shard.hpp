@@ -11,7 +11,7 @@ namespace actrain {
 /// How to build one shard.
 struct shard_config {
   std::int32_t index = 0;
-  std::vector<float> init;       ///< initial values of the slice this shard owns
+  std::vector<float> init;  ///< initial values of the slice this shard owns
   optim_spec optim;
   staleness_policy staleness;
   std::size_t histogram_bins = 33;  ///< staleness 0..31, and a last bin for >= 32

@@ -34,39 +34,39 @@ sim_cluster::sim_cluster(sim_cluster_config cfg) : cfg_(std::move(cfg)) {
   auto port = listening.get_future();
   std::promise<engine_result> result;
   result_ = result.get_future();
-  coordinator_thread_ = std::thread([this, listening = std::move(listening),
-                                     result = std::move(result)]() mutable {
-    bool told = false;
-    try {
-      sim_config sc{cfg_.cluster, cfg_.threads_per_node};
-      caf::actor_system sys{sc};
-      node_hooks hooks;
-      hooks.engine = cfg_.hooks;
-      hooks.control = coordinator_control_;
-      hooks.on_listening = [&](std::uint16_t p) {
-        told = true;
-        listening.set_value(p);
-      };
-      hooks.on_event = [this](const std::string& line) {
-        std::lock_guard<std::mutex> guard{events_mtx_};
-        events_.push_back(line);
-      };
-      // The engine's events (lost workers) go to the same list, and on to the caller's hook.
-      hooks.engine.on_event = [this, user = cfg_.hooks.on_event](const std::string& line) {
-        {
-          std::lock_guard<std::mutex> guard{events_mtx_};
-          events_.push_back(line);
+  coordinator_thread_ =
+      std::thread([this, listening = std::move(listening), result = std::move(result)]() mutable {
+        bool told = false;
+        try {
+          sim_config sc{cfg_.cluster, cfg_.threads_per_node};
+          caf::actor_system sys{sc};
+          node_hooks hooks;
+          hooks.engine = cfg_.hooks;
+          hooks.control = coordinator_control_;
+          hooks.on_listening = [&](std::uint16_t p) {
+            told = true;
+            listening.set_value(p);
+          };
+          hooks.on_event = [this](const std::string& line) {
+            std::lock_guard<std::mutex> guard{events_mtx_};
+            events_.push_back(line);
+          };
+          // The engine's events (lost workers) go to the same list, and on to the caller's hook.
+          hooks.engine.on_event = [this, user = cfg_.hooks.on_event](const std::string& line) {
+            {
+              std::lock_guard<std::mutex> guard{events_mtx_};
+              events_.push_back(line);
+            }
+            if (user) user(line);
+          };
+          auto r = run_coordinator_node(sys, cfg_.job, cfg_.data, cfg_.cluster, std::move(hooks));
+          if (!told) listening.set_value(0);
+          result.set_value(std::move(r));
+        } catch (...) {
+          if (!told) listening.set_value(0);
+          result.set_exception(std::current_exception());
         }
-        if (user) user(line);
-      };
-      auto r = run_coordinator_node(sys, cfg_.job, cfg_.data, cfg_.cluster, std::move(hooks));
-      if (!told) listening.set_value(0);
-      result.set_value(std::move(r));
-    } catch (...) {
-      if (!told) listening.set_value(0);
-      result.set_exception(std::current_exception());
-    }
-  });
+      });
   try {
     port_ = get_bounded(port, cfg_.cluster.join_timeout, "the simulated coordinator node");
   } catch (...) {
@@ -120,9 +120,13 @@ int sim_cluster::add_worker_node(cluster_options opts) {
   return static_cast<int>(workers_.size()) - 1;
 }
 
-void sim_cluster::kill_worker(int i) { workers_.at(static_cast<std::size_t>(i))->control->kill(); }
+void sim_cluster::kill_worker(int i) {
+  workers_.at(static_cast<std::size_t>(i))->control->kill();
+}
 
-void sim_cluster::kill_ps(int i) { ps_.at(static_cast<std::size_t>(i))->control->kill(); }
+void sim_cluster::kill_ps(int i) {
+  ps_.at(static_cast<std::size_t>(i))->control->kill();
+}
 
 engine_result sim_cluster::wait(std::chrono::milliseconds bound) {
   return get_bounded(result_, bound, "the simulated job");

@@ -29,7 +29,8 @@ typename Inspector::result_type inspect(Inspector& f, tensor& x) {
     // serializer: reads x
     shape_t shape = x.shape();
     std::size_t n = x.size();
-    if (n > max_wire_floats) return caf::make_error(caf::sec::invalid_argument, "tensor too large for one message");
+    if (n > max_wire_floats)
+      return caf::make_error(caf::sec::invalid_argument, "tensor too large for one message");
     if (auto err = f(shape)) return err;
     if (auto err = f.begin_sequence(n)) return err;
     if (n > 0) {

@@ -193,10 +193,10 @@ void add_work(self_ptr self, const worker_assignment& a) {
     } else {
       w.data = std::make_shared<const dataset>(slice_rows(*st.cfg.train, r.begin, r.end));
     }
-    w.it = std::make_unique<batch_iterator>(*w.data, st.cfg.batch,
-                                            st.cfg.seed + static_cast<std::uint64_t>(st.cfg.id) +
-                                                static_cast<std::uint64_t>(r.begin),
-                                            st.cfg.shuffle);
+    w.it = std::make_unique<batch_iterator>(
+        *w.data, st.cfg.batch,
+        st.cfg.seed + static_cast<std::uint64_t>(st.cfg.id) + static_cast<std::uint64_t>(r.begin),
+        st.cfg.shuffle);
     w.epochs_left = a.epochs;
     st.work.push_back(std::move(w));
   }
@@ -226,8 +226,8 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
           if (!st.dev->is_host()) {
             st.dev_params = st.dev->allocate(n);
             st.dev_grad = st.dev->allocate(n);
-            st.dev_x = st.dev->allocate(static_cast<std::size_t>(st.cfg.batch) *
-                                        st.cfg.model.input_dim);
+            st.dev_x =
+                st.dev->allocate(static_cast<std::size_t>(st.cfg.batch) * st.cfg.model.input_dim);
             st.dev_y = st.dev->allocate(static_cast<std::size_t>(st.cfg.batch));
           }
           st.slices.assign(st.shards.size(), tensor());
@@ -236,8 +236,10 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
           st.in_flight.assign(st.shards.size(), 0);
         }
         add_work(self, a);
-        if (st.fetch_step < st.step) fetch(self, st.step);
-        else try_compute(self);
+        if (st.fetch_step < st.step)
+          fetch(self, st.step);
+        else
+          try_compute(self);
       },
       [self](stop_atom) {
         self->state.stopped = true;

@@ -21,17 +21,17 @@ struct worker_config {
   model_spec model;
   std::shared_ptr<const dataset> train;
   int batch = 64;
-  std::uint64_t seed = 42;         ///< batches use seed + id (worker 0 matches the reference)
-  std::string device = "cpu";      ///< "cpu", "cuda:N", "auto"
+  std::uint64_t seed = 42;     ///< batches use seed + id (worker 0 matches the reference)
+  std::string device = "cpu";  ///< "cpu", "cuda:N", "auto"
   float clip_norm = 0;
-  int window = 2;                  ///< max pushes in flight per shard (back-pressure)
-  bool prefetch = true;            ///< pull step t+1 while computing step t
+  int window = 2;        ///< max pushes in flight per shard (back-pressure)
+  bool prefetch = true;  ///< pull step t+1 while computing step t
   /// Push with push_pull: the reply to step t's slice is step t+1's weights (one message each
   /// way per shard and step, no prefetch). For sync, where t+1's weights cannot come earlier.
   bool push_pull = false;
-  int report_every = 10;           ///< steps between progress reports
+  int report_every = 10;                     ///< steps between progress reports
   std::chrono::milliseconds timeout{60000};  ///< every request's deadline
-  double delay_s = 0;              ///< straggler: extra seconds per step (fixed)
+  double delay_s = 0;                        ///< straggler: extra seconds per step (fixed)
   double delay_jitter_s = 0;       ///< straggler: plus uniform [0, jitter) seconds per step
   double simulated_compute_s = 0;  ///< > 0: replace forward/backward by this much busy time
   bool shuffle = true;             ///< false: walk rows in order (tests that line batches up)
@@ -62,13 +62,13 @@ struct worker_state {
   std::vector<tensor> slices;    ///< weights of fetch_step, one per shard
   std::vector<std::int64_t> slice_versions;
   std::vector<std::int64_t> base_versions;  ///< versions the params in use were built from
-  bool ready = false;            ///< all slices of fetch_step are in
-  std::vector<int> in_flight;    ///< pushes outstanding per shard
-  int max_in_flight_seen = 0;    ///< for tests of back-pressure
+  bool ready = false;                       ///< all slices of fetch_step are in
+  std::vector<int> in_flight;               ///< pushes outstanding per shard
+  int max_in_flight_seen = 0;               ///< for tests of back-pressure
   bool stopped = false;
   bool finished_reported = false;
   std::mt19937_64 rng;
-  progress_report pending;       ///< accumulated since the last report
+  progress_report pending;  ///< accumulated since the last report
 };
 
 /// A worker: pull all shards -> forward/backward on a mini-batch -> push one slice per shard.

@@ -1,8 +1,8 @@
 #include <iostream>
 
-#include "apps/commands.hpp"
 #include "apps/bench_modes.hpp"
 #include "apps/bench_wire.hpp"
+#include "apps/commands.hpp"
 #include "apps/doc_section.hpp"
 #include "bench/bench.hpp"
 

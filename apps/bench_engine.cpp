@@ -44,7 +44,8 @@ std::map<std::string, double> torch_rates(std::string* note) {
       out[j["job"].get<std::string>()] = j["samples_per_s"].get<double>();
   }
   int rc = pclose(p);
-  if (out.empty() && note) *note = "PyTorch not measured (python3 without torch, rc " + std::to_string(rc) + ")";
+  if (out.empty() && note)
+    *note = "PyTorch not measured (python3 without torch, rc " + std::to_string(rc) + ")";
   return out;
 }
 
@@ -64,10 +65,14 @@ int bench_engine(const std::vector<std::string>& args) {
   std::int64_t rows = 20000;
   std::vector<std::string> caf_args;  // --scheduler.* / --work-stealing.* go to CAF
   for (auto& a : args) {
-    if (a == "--full") full = true;
-    else if (a == "--no-torch") with_torch = false;
-    else if (a.rfind("--runs=", 0) == 0) runs = std::stoi(a.substr(7));
-    else if (a.rfind("--rows=", 0) == 0) rows = std::stoll(a.substr(7));
+    if (a == "--full")
+      full = true;
+    else if (a == "--no-torch")
+      with_torch = false;
+    else if (a.rfind("--runs=", 0) == 0)
+      runs = std::stoi(a.substr(7));
+    else if (a.rfind("--rows=", 0) == 0)
+      rows = std::stoll(a.substr(7));
     else if (a.rfind("--scheduler.", 0) == 0 || a.rfind("--work-stealing.", 0) == 0)
       caf_args.push_back(a);
     else {
@@ -91,15 +96,18 @@ int bench_engine(const std::vector<std::string>& args) {
     md << s;
   };
   emit("## Async engine vs the reference trainer (and PyTorch), side by side\n\n");
-  emit("Reproduce: `actrain bench engine" + std::string(full ? " --full" : "") +
-       "`. Batch 64, 1 BLAS thread per worker, one epoch over the first " + std::to_string(rows) +
-       " training rows per run, median of " + std::to_string(runs) +
-       " runs, runs of the two interleaved. Evaluation is not timed. The engine's figure is "
-       "training wall time from the first assignment to the last step, every message included.\n\n");
+  emit(
+      "Reproduce: `actrain bench engine" + std::string(full ? " --full" : "") +
+      "`. Batch 64, 1 BLAS thread per worker, one epoch over the first " + std::to_string(rows) +
+      " training rows per run, median of " + std::to_string(runs) +
+      " runs, runs of the two interleaved. Evaluation is not timed. The engine's figure is "
+      "training wall time from the first assignment to the last step, every message included.\n\n");
   std::string torch_note;
   auto torch = with_torch ? torch_rates(&torch_note) : std::map<std::string, double>{};
   if (!with_torch) torch_note = "PyTorch not measured (--no-torch)";
-  emit("| model | reference samples/s | engine 1 worker + 1 shard | ratio | engine 2 workers + 2 shards | PyTorch 1 thread | engine 1w / PyTorch | engine 2w / PyTorch |\n");
+  emit(
+      "| model | reference samples/s | engine 1 worker + 1 shard | ratio | engine 2 workers + 2 "
+      "shards | PyTorch 1 thread | engine 1w / PyTorch | engine 2w / PyTorch |\n");
   emit("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   struct row_t {
     std::string name, torch_key;
@@ -128,12 +136,13 @@ int bench_engine(const std::vector<std::string>& args) {
       t1 = fmt(mone / tr, 2) + "x";
       t2 = fmt(mtwo / tr, 2) + "x";
     }
-    emit("| " + r.name + " | " + fmt(mref, 0) + " | " + fmt(mone, 0) + " | " +
-         fmt(mone / mref, 2) + " | " + fmt(mtwo, 0) + " | " + t + " | " + t1 + " | " + t2 + " |\n");
+    emit("| " + r.name + " | " + fmt(mref, 0) + " | " + fmt(mone, 0) + " | " + fmt(mone / mref, 2) +
+         " | " + fmt(mtwo, 0) + " | " + t + " | " + t1 + " | " + t2 + " |\n");
   }
   if (!torch_note.empty()) emit("\n" + torch_note + ".\n");
-  emit("\nPyTorch's 2-trainer RPC parameter server on the same MLP (BENCHMARKS.md, not re-run "
-       "here): 44-46 k samples/s; the goal is 2 workers >= 2x that.\n");
+  emit(
+      "\nPyTorch's 2-trainer RPC parameter server on the same MLP (BENCHMARKS.md, not re-run "
+      "here): 44-46 k samples/s; the goal is 2 workers >= 2x that.\n");
   if (full) {
     emit("\n### MLP 784-256-10 on Fashion-MNIST, async, 10 epochs (full data)\n\n");
     emit("Hyper-parameters: " + describe_hparams(reference_mlp_job(10)) +
@@ -149,8 +158,8 @@ int bench_engine(const std::vector<std::string>& args) {
       for (std::size_t i = 0; i < res.staleness_histogram.size(); ++i)
         if (res.staleness_histogram[i] > 0) maxs = static_cast<std::int64_t>(i);
       emit("| " + std::to_string(w) + " | " + fmt(res.test.accuracy, 4) + " | " +
-           fmt(res.test.loss, 4) + " | " + fmt(res.samples_per_s, 0) + " | " +
-           fmt(res.seconds, 1) + " | " + std::to_string(maxs) + " |\n");
+           fmt(res.test.loss, 4) + " | " + fmt(res.samples_per_s, 0) + " | " + fmt(res.seconds, 1) +
+           " | " + std::to_string(maxs) + " |\n");
     }
   }
   update_doc_section(benchmarks_doc_path(), full ? "engine-full" : "engine", md.str());

@@ -88,7 +88,8 @@ std::map<std::string, double> torch_rates(bool tf32) {
 int bench_gpu(const std::vector<std::string>& args) {
   bool tf32 = false;
   for (auto& a : args) {
-    if (a == "--tf32") tf32 = true;
+    if (a == "--tf32")
+      tf32 = true;
     else {
       std::cerr << "bench gpu: unknown option " << a << " (--tf32)\n";
       return 2;
@@ -109,7 +110,9 @@ int bench_gpu(const std::vector<std::string>& args) {
   emit("| sgemm m x n x k | TF32 | TFLOP/s | share of 8192^3 |\n| --- | --- | --- | --- |\n");
   for (bool t : {false, true}) {
     auto peak = cuda_sgemm_bench(8192, 8192, 8192, t).tflops;
-    struct shp { int m, n, k; };
+    struct shp {
+      int m, n, k;
+    };
     for (auto s : {shp{8192, 8192, 8192}, shp{64, 256, 784}, shp{512, 4096, 784},
                    shp{512, 4096, 4096}, shp{64, 4096, 4096}}) {
       auto r = cuda_sgemm_bench(s.m, s.n, s.k, t);
@@ -119,9 +122,13 @@ int bench_gpu(const std::vector<std::string>& args) {
     }
   }
   auto torch = torch_rates(tf32);
-  emit("\n| model | batch | actrain device loop samples/s | PyTorch samples/s | ratio |\n"
-       "| --- | --- | --- | --- | --- |\n");
-  struct mdl { std::string key; std::vector<int> hidden; };
+  emit(
+      "\n| model | batch | actrain device loop samples/s | PyTorch samples/s | ratio |\n"
+      "| --- | --- | --- | --- | --- |\n");
+  struct mdl {
+    std::string key;
+    std::vector<int> hidden;
+  };
   for (auto& m : {mdl{"784-256-10", {256}}, mdl{"784-4096-4096-10", {4096, 4096}}}) {
     model_spec spec{"mlp", 784, 10, m.hidden};
     for (int batch : {64, 512}) {
@@ -146,7 +153,9 @@ int bench_gpu(const std::vector<std::string>& args) {
   job.eval_every = 1e9;
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
-  emit("\n| engine job (MLP 784-256-10, SGD 0.1, 2 epochs, 1 worker, 1 shard) | test accuracy | samples/s |\n| --- | --- | --- |\n");
+  emit(
+      "\n| engine job (MLP 784-256-10, SGD 0.1, 2 epochs, 1 worker, 1 shard) | test accuracy | "
+      "samples/s |\n| --- | --- | --- |\n");
   for (std::string dev : {"cuda:0", "cpu"}) {
     job.device = dev;
     auto res = run_job(sys, job, data);

@@ -56,8 +56,10 @@ void serve_raw(tcp::socket sock) {
     asio::read(sock, asio::buffer(&n, sizeof n));
     if (buf.size() < n) buf.resize(n);
     if (op == 'P' || op == 'X') asio::read(sock, asio::buffer(buf.data(), n));
-    if (op == 'P') asio::write(sock, asio::buffer(&op, 1));
-    else asio::write(sock, asio::buffer(buf.data(), n));
+    if (op == 'P')
+      asio::write(sock, asio::buffer(&op, 1));
+    else
+      asio::write(sock, asio::buffer(buf.data(), n));
   }
 }
 
@@ -142,8 +144,10 @@ int bench_wire(const std::vector<std::string>& args) {
       asio::write(sock, asio::buffer(&op, 1));
       asio::write(sock, asio::buffer(&n, sizeof n));
       if (op == 'P' || op == 'X') asio::write(sock, asio::buffer(buf.data(), n));
-      if (op == 'P') asio::read(sock, asio::buffer(&op, 1));
-      else asio::read(sock, asio::buffer(buf.data(), n));
+      if (op == 'P')
+        asio::read(sock, asio::buffer(&op, 1));
+      else
+        asio::read(sock, asio::buffer(buf.data(), n));
     };
     for (auto mb : sizes_mb) {
       std::uint64_t n = mb << 20;
@@ -188,9 +192,12 @@ int bench_wire(const std::vector<std::string>& args) {
       for (int k = 0; k < 3; ++k, ++i) {
         std::vector<double> ts;
         auto once = [&] {
-          if (k == 0) call(got_size, push_atom::value, t);
-          else if (k == 1) call(got_tensor, pull_atom::value, floats);
-          else call(got_tensor, push_pull_atom::value, t);
+          if (k == 0)
+            call(got_size, push_atom::value, t);
+          else if (k == 1)
+            call(got_tensor, pull_atom::value, floats);
+          else
+            call(got_tensor, push_pull_atom::value, t);
         };
         once();
         for (int r = 0; r < reps; ++r) ts.push_back(time_s(once));
@@ -238,8 +245,8 @@ int bench_wire(const std::vector<std::string>& args) {
        << r.caf_gbs / r.raw_gbs << " |\n";
   md << "\n64 MB push as 16 chunks of 4 MiB, 2 in flight: " << chunked_gbs << " GB/s (vs "
      << rows[6].caf_gbs << " GB/s as one message).\n"
-     << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6
-     << " us, CAF " << caf_rtt * 1e6 << " us.\n";
+     << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6 << " us, CAF "
+     << caf_rtt * 1e6 << " us.\n";
   std::cout << md.str();
   update_doc_section(benchmarks_doc_path(), "wire", md.str());
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;

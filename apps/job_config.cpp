@@ -21,7 +21,8 @@ app_config::app_config() {
       .add<int64_t>("seed", "random seed")
       .add<str>("device", "cpu | cuda:N | auto")
       .add<str>("metrics", "metrics file (.csv or .jsonl)")
-      .add<double>("stall-after", "name a worker or barrier step as stalled after this many seconds")
+      .add<double>("stall-after",
+                   "name a worker or barrier step as stalled after this many seconds")
       .add<int64_t>("backup", "sync: backup workers (K = workers - backup)")
       .add<int64_t>("ssp-bound", "ssp: max steps ahead of the slowest worker")
       .add<str>("late-policy", "sync with backup: drop | fold late slices")
@@ -129,7 +130,8 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
     err = cfg.parse(rest, file.c_str());
   }
   if (err) return "bad option: " + cfg.render(err);
-  if (!cfg.remainder.empty()) return "unknown command-line argument '" + cfg.remainder.front() + "'";
+  if (!cfg.remainder.empty())
+    return "unknown command-line argument '" + cfg.remainder.front() + "'";
   return {};
 }
 

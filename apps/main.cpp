@@ -12,8 +12,10 @@ const char* usage =
     "usage: actrain <command> [options]\n"
     "  train --config FILE [--group.key=value ...]   train a job, whole cluster in this process\n"
     "  train ... --http 127.0.0.1:8080               also serve /metrics, /status and a live page\n"
-    "  node --role coordinator|ps|worker --config FILE   one role of a cluster (docs/deployment.md)\n"
-    "  bench <foundation|reference|engine|modes|wire|gpu> [...]   figures go to docs/benchmarks.md\n"
+    "  node --role coordinator|ps|worker --config FILE   one role of a cluster "
+    "(docs/deployment.md)\n"
+    "  bench <foundation|reference|engine|modes|wire|gpu> [...]   figures go to "
+    "docs/benchmarks.md\n"
     "Options of train come from the INI file (CAF's format, groups [job] [model] [optim]\n"
     "[staleness] [data]) and can be overridden on the command line, e.g. --job.workers=4.\n";
 

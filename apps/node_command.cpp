@@ -20,8 +20,8 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
   cluster_options o;
   auto ms = [&](const char* key, std::chrono::milliseconds def) {
     auto v = get_or(c, key, static_cast<std::int64_t>(def.count()));
-    if (v <= 0) throw std::invalid_argument(std::string(key) + " must be > 0 ms, got " +
-                                            std::to_string(v));
+    if (v <= 0)
+      throw std::invalid_argument(std::string(key) + " must be > 0 ms, got " + std::to_string(v));
     return std::chrono::milliseconds(v);
   };
   o.host = get_or(c, "cluster.host", o.host);
@@ -83,9 +83,12 @@ int node_command(const std::vector<std::string>& args) {
   std::vector<std::string> rest;
   std::string role_arg;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--role" && i + 1 < args.size()) role_arg = args[++i];
-    else if (args[i].rfind("--role=", 0) == 0) role_arg = args[i].substr(7);
-    else rest.push_back(args[i]);
+    if (args[i] == "--role" && i + 1 < args.size())
+      role_arg = args[++i];
+    else if (args[i].rfind("--role=", 0) == 0)
+      role_arg = args[i].substr(7);
+    else
+      rest.push_back(args[i]);
   }
   app_config cfg;
   if (auto msg = load_app_config(cfg, rest); !msg.empty()) {
@@ -145,8 +148,7 @@ int node_command(const std::vector<std::string>& args) {
     auto cpu = make_cpu_backend();
     auto train = evaluate(job.model, res.params, data->train, *cpu);
     std::cout << tag << "result: train loss " << std::setprecision(9) << train.loss
-              << ", test loss " << res.test.loss
-              << ", test accuracy " << res.test.accuracy << ", "
+              << ", test loss " << res.test.loss << ", test accuracy " << res.test.accuracy << ", "
               << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds
               << " s, workers lost " << res.workers_lost << std::endl;
     return 0;

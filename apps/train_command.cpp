@@ -23,9 +23,12 @@ std::string take_http(std::vector<std::string>& args) {
   std::string out;
   std::vector<std::string> rest;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--http" && i + 1 < args.size()) out = args[++i];
-    else if (args[i].rfind("--http=", 0) == 0) out = args[i].substr(7);
-    else rest.push_back(args[i]);
+    if (args[i] == "--http" && i + 1 < args.size())
+      out = args[++i];
+    else if (args[i].rfind("--http=", 0) == 0)
+      out = args[i].substr(7);
+    else
+      rest.push_back(args[i]);
   }
   args = rest;
   return out;
@@ -117,8 +120,8 @@ int train_command(const std::vector<std::string>& argv) {
   }
   std::cout << observe::run_summary(snap) << "result: test loss " << res.test.loss
             << ", test accuracy " << res.test.accuracy << ", "
-            << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds
-            << " s" << std::endl;
+            << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds << " s"
+            << std::endl;
   return 0;
 }
 

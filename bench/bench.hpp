@@ -46,22 +46,22 @@ double measure_gemm_gflops(backend& b, const gemm_shape& s, int repeats = 5,
 double process_cpu_seconds();
 
 struct foundation_options {
-  int gemm_repeats = 7;                ///< sgemm: median of this many repeats (>= 5)
-  int trainer_runs = 3;                ///< reference trainer: median of this many runs
-  std::int64_t trainer_steps = 2000;   ///< updates per trainer run (batch 64)
-  bool all_models = true;              ///< also time softmax and linear regression
-  std::string fashion_dir;             ///< "" = Debian's directory
+  int gemm_repeats = 7;               ///< sgemm: median of this many repeats (>= 5)
+  int trainer_runs = 3;               ///< reference trainer: median of this many runs
+  std::int64_t trainer_steps = 2000;  ///< updates per trainer run (batch 64)
+  bool all_models = true;             ///< also time softmax and linear regression
+  std::string fashion_dir;            ///< "" = Debian's directory
 };
 /// Acceptance 4: sgemm GFLOP/s for 1024^3 (the BLAS peak) and for the MLP 784-256-10's shapes
 /// at batch 64, and the reference trainer's samples/s on that MLP, all on 1 BLAS thread.
 std::string bench_foundation(const foundation_options& opt = {});
 
 struct reference_options {
-  int epochs = 10;                     ///< softmax and MLP budget (acceptance: within 10)
-  int linear_epochs = 5;              ///< cosine over 5 epochs: gap 3e-4 (3 epochs: 6e-4)
+  int epochs = 10;        ///< softmax and MLP budget (acceptance: within 10)
+  int linear_epochs = 5;  ///< cosine over 5 epochs: gap 3e-4 (3 epochs: 6e-4)
   std::int64_t linear_rows = 100000;
   int linear_features = 100;
-  std::string fashion_dir;             ///< "" = Debian's directory
+  std::string fashion_dir;  ///< "" = Debian's directory
   bool linear = true;
   bool softmax = true;
   bool mlp = true;

@@ -69,8 +69,9 @@ std::string bench_foundation(const foundation_options& opt) {
        std::to_string(opt.gemm_repeats) + " repeats of at least 50 ms each.\n\n");
 
   // sgemm: the BLAS peak, then every call the MLP makes per step, side by side.
-  emit("| sgemm m x n x k | where | GFLOP/s (wall) | GFLOP/s (CPU time) | of the 1024^3 peak "
-       "(CPU time) |\n| --- | --- | --- | --- | --- |\n");
+  emit(
+      "| sgemm m x n x k | where | GFLOP/s (wall) | GFLOP/s (CPU time) | of the 1024^3 peak "
+      "(CPU time) |\n| --- | --- | --- | --- | --- |\n");
   const gemm_shape peak_shape{false, false, 1024, 1024, 1024, "BLAS peak"};
   const gemm_rate peak = measure_gemm(*cpu, peak_shape, opt.gemm_repeats);
   emit("| " + describe(peak_shape) + " | BLAS peak | " + fixed(peak.wall_gflops, 1) + " | " +
@@ -89,8 +90,9 @@ std::string bench_foundation(const foundation_options& opt) {
        " k samples/s (wall) / " + fixed(1e-3 / cpu_per_sample, 1) + " k samples/s (CPU time).\n\n");
 
   // The reference trainer, in samples/s, median of short runs.
-  emit("| reference trainer job | batch | updates per run | samples/s (wall, median) | samples/s "
-       "(CPU time, median) | runs (wall) |\n| --- | --- | --- | --- | --- | --- |\n");
+  emit(
+      "| reference trainer job | batch | updates per run | samples/s (wall, median) | samples/s "
+      "(CPU time, median) | runs (wall) |\n| --- | --- | --- | --- | --- | --- |\n");
   job_spec fm_job = mlp;
   fm_job.data.test_subset = 1000;
   const job_data fm = load_job_data(fm_job);

@@ -24,7 +24,8 @@ std::vector<gemm_shape> model_gemm_shapes(const model_spec& spec, int batch) {
   std::vector<gemm_shape> out;
   for (std::size_t l = 0; l < layers; ++l) {
     const std::string L = std::to_string(l + 1);
-    out.push_back({false, false, batch, sizes[l + 1], sizes[l], "layer " + L + " forward: Z = X W"});
+    out.push_back(
+        {false, false, batch, sizes[l + 1], sizes[l], "layer " + L + " forward: Z = X W"});
   }
   for (std::size_t l = layers; l-- > 0;) {
     const std::string L = std::to_string(l + 1);
@@ -75,7 +76,8 @@ gemm_rate measure_gemm(backend& b, const gemm_shape& s, int repeats, double min_
     b.synchronize();
     const double t = std::chrono::duration<double>(clk::now() - t0).count();
     if (t >= min_seconds) break;
-    iters = t > 0 ? std::max(iters * 2, static_cast<long>(iters * 1.2 * min_seconds / t)) : iters * 2;
+    iters =
+        t > 0 ? std::max(iters * 2, static_cast<long>(iters * 1.2 * min_seconds / t)) : iters * 2;
   }
   const double flops = 2.0 * s.m * s.n * s.k * static_cast<double>(iters);
   std::vector<double> wall, cpu;

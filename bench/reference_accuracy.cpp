@@ -20,7 +20,9 @@ std::string num(double v, int digits, bool sci = false) {
   return os.str();
 }
 
-double since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+double since(clk::time_point t0) {
+  return std::chrono::duration<double>(clk::now() - t0).count();
+}
 
 // Mean squared error of the closed-form solution (w then b, in double) on d.
 double solution_mse(const dataset& d, const std::vector<double>& sol) {
@@ -75,12 +77,13 @@ std::string bench_reference_accuracy(const reference_options& opt) {
     md << s;
   };
   emit("## Reference trainer accuracy\n\n");
-  emit("Reproduce: `actrain bench reference`. Single thread (OpenBLAS 1 thread), no actors; "
-       "the test set is evaluated after every epoch and at the end.\n\n");
+  emit(
+      "Reproduce: `actrain bench reference`. Single thread (OpenBLAS 1 thread), no actors; "
+      "the test set is evaluated after every epoch and at the end.\n\n");
 
   if (opt.linear) {
-    const job_spec job = reference_linear_job(opt.linear_rows, opt.linear_features,
-                                              opt.linear_epochs);
+    const job_spec job =
+        reference_linear_job(opt.linear_rows, opt.linear_features, opt.linear_epochs);
     run_output o = run(job, std::cout);
     job_spec fitted = job;
     fit_model_to_data(fitted, o.data);
@@ -91,8 +94,8 @@ std::string bench_reference_accuracy(const reference_options& opt) {
     const double gap = (train_mse - best) / best;
     const double best_test = solution_mse(o.data.test, sol);
     emit("### Linear regression, " + std::to_string(job.data.rows) + " x " +
-         std::to_string(job.data.features) + " synthetic rows (noise sd " +
-         num(job.data.noise, 3) + ")\n\n");
+         std::to_string(job.data.features) + " synthetic rows (noise sd " + num(job.data.noise, 3) +
+         ")\n\n");
     emit("Hyper-parameters: " + describe_hparams(fitted) + ".\n\n");
     emit("| | training MSE | test MSE (" + std::to_string(o.data.test.rows) +
          " rows) |\n| --- | --- | --- |\n");
@@ -111,11 +114,10 @@ std::string bench_reference_accuracy(const reference_options& opt) {
     double target;
     const char* title;
   };
-  const fm_run fm_runs[] = {
-      {opt.softmax, reference_softmax_job(opt.epochs, opt.fashion_dir), 0.84,
-       "Softmax regression, Fashion-MNIST"},
-      {opt.mlp, reference_mlp_job(opt.epochs, opt.fashion_dir), 0.88,
-       "MLP 784-256-10 (ReLU), Fashion-MNIST"}};
+  const fm_run fm_runs[] = {{opt.softmax, reference_softmax_job(opt.epochs, opt.fashion_dir), 0.84,
+                             "Softmax regression, Fashion-MNIST"},
+                            {opt.mlp, reference_mlp_job(opt.epochs, opt.fashion_dir), 0.88,
+                             "MLP 784-256-10 (ReLU), Fashion-MNIST"}};
   for (const fm_run& f : fm_runs) {
     if (!f.on) continue;
     run_output o = run(f.job, std::cout);
@@ -124,8 +126,9 @@ std::string bench_reference_accuracy(const reference_options& opt) {
     emit(std::string("### ") + f.title + "\n\n");
     emit("Hyper-parameters: " + describe_hparams(f.job) + ". 60,000 training rows, test on " +
          std::to_string(r.test.rows) + ".\n\n");
-    emit("| test accuracy after each epoch | final | target | samples/s | training s | wall s |\n"
-         "| --- | --- | --- | --- | --- | --- |\n");
+    emit(
+        "| test accuracy after each epoch | final | target | samples/s | training s | wall s |\n"
+        "| --- | --- | --- | --- | --- | --- |\n");
     emit("| " + epochs_list(r) + " | " + num(r.test.accuracy, 4) + " | >= " + num(f.target, 2) +
          (met ? " (met)" : " (NOT met)") + " | " + num(r.samples_per_s / 1000, 1) + " k | " +
          num(r.seconds, 1) + " | " + num(o.wall, 1) + " |\n\n");

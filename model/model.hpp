@@ -10,10 +10,10 @@ namespace actrain {
 
 /// What a model is; a plain value that travels in job configs and messages.
 struct model_spec {
-  std::string kind;          ///< "linear" (regression, MSE), "softmax", or "mlp"
+  std::string kind;  ///< "linear" (regression, MSE), "softmax", or "mlp"
   int input_dim = 0;
-  int output_dim = 1;        ///< classes for softmax/mlp; 1 for linear
-  std::vector<int> hidden;   ///< mlp only: hidden layer sizes, ReLU after each
+  int output_dim = 1;       ///< classes for softmax/mlp; 1 for linear
+  std::vector<int> hidden;  ///< mlp only: hidden layer sizes, ReLU after each
 };
 
 /// Checks a spec; throws std::invalid_argument naming the bad field.

@@ -68,8 +68,9 @@ double clip_by_norm(span<float> g, double max_norm);
 
 /// How a shard treats a gradient computed from stale weights.
 struct staleness_policy {
-  std::string kind = "none";   ///< "none", "inverse" (lr / (1 + staleness)), "drop" (beyond max)
-  std::int64_t max_staleness = 0;  ///< "drop": reject gradients staler than this; "inverse": 0 = no bound
+  std::string kind = "none";  ///< "none", "inverse" (lr / (1 + staleness)), "drop" (beyond max)
+  std::int64_t max_staleness =
+      0;  ///< "drop": reject gradients staler than this; "inverse": 0 = no bound
   /// Factor to multiply the learning rate by for a gradient `staleness` versions old;
   /// returns 0 when the gradient must be dropped.
   float factor(std::int64_t staleness) const;

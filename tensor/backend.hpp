@@ -97,8 +97,8 @@ class backend {
                                 float grad_scale, float* dlogits) = 0;
   /// Squared error per row, (pred - target)^2, summed. When dpred is not null writes
   /// 2 * (pred - target) * grad_scale there. `correct` is 0.
-  virtual loss_sum squared_error(int rows, const float* pred, const float* target,
-                                 float grad_scale, float* dpred) = 0;
+  virtual loss_sum squared_error(int rows, const float* pred, const float* target, float grad_scale,
+                                 float* dpred) = 0;
   /// Sum of x[i]^2, accumulated in double.
   virtual double sum_squares(std::size_t n, const float* x) = 0;
 };

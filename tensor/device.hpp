@@ -9,9 +9,9 @@ namespace actrain {
 
 /// What the machine offers, found at run time.
 struct device_report {
-  bool cuda_built = false;      ///< compiled with the CUDA backend
-  int cuda_devices = 0;         ///< GPUs visible through the CUDA runtime
-  std::string why_no_cuda;      ///< empty when cuda_devices > 0, else the reason (one line)
+  bool cuda_built = false;  ///< compiled with the CUDA backend
+  int cuda_devices = 0;     ///< GPUs visible through the CUDA runtime
+  std::string why_no_cuda;  ///< empty when cuda_devices > 0, else the reason (one line)
 };
 
 /// Probes the CUDA runtime once (cudaGetDeviceCount); never throws.

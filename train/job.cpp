@@ -62,7 +62,8 @@ void validate_model(const model_spec& m) {
   require_at_least("model.input_dim", m.input_dim, 0);
   require_at_least("model.output_dim", m.output_dim, 0);
   if (m.kind == "linear" && m.output_dim > 1)
-    fail("model.output_dim", "must be 1 for linear regression, got " + std::to_string(m.output_dim));
+    fail("model.output_dim",
+         "must be 1 for linear regression, got " + std::to_string(m.output_dim));
   if (m.kind != "mlp" && !m.hidden.empty())
     fail("model.hidden", "is only for kind mlp, got " + std::to_string(m.hidden.size()) +
                              " layers for kind " + m.kind);
@@ -84,8 +85,8 @@ void validate_data(const data_spec& d) {
   if (d.kind == "csv") {
     if (d.path.empty()) fail("data.path", "must name the training CSV file for kind csv");
     if (d.test_path.empty() && !(d.test_fraction > 0 && d.test_fraction < 1))
-      fail("data.test_fraction",
-           "must be in (0, 1) when data.test_path is empty, got " + std::to_string(d.test_fraction));
+      fail("data.test_fraction", "must be in (0, 1) when data.test_path is empty, got " +
+                                     std::to_string(d.test_fraction));
   }
   require_at_least<std::int64_t>("data.train_subset", d.train_subset, 0);
   require_at_least<std::int64_t>("data.test_subset", d.test_subset, 0);
@@ -113,21 +114,23 @@ void validate(const job_spec& job) {
   require_at_least("ssp_bound", job.ssp_bound, 0);
   require_one_of("late_policy", job.late_policy, {"drop", "fold"});
   if (job.local_aggregation && job.backup > 0)
-    fail("backup", "must be 0 with local_aggregation (the aggregator waits for every local "
-                   "worker, so there is no backup to skip), got " + std::to_string(job.backup));
+    fail("backup",
+         "must be 0 with local_aggregation (the aggregator waits for every local "
+         "worker, so there is no backup to skip), got " +
+             std::to_string(job.backup));
   if (!(job.eval_every > 0) || !std::isfinite(job.eval_every))
     fail("eval_every", "must be > 0, got " + std::to_string(job.eval_every));
   if (!(job.target_accuracy >= 0 && job.target_accuracy <= 1))
-    fail("target_accuracy", "must be in [0, 1] (0 = off), got " +
-                                std::to_string(job.target_accuracy));
+    fail("target_accuracy",
+         "must be in [0, 1] (0 = off), got " + std::to_string(job.target_accuracy));
   if (!(job.clip_norm >= 0) || !std::isfinite(job.clip_norm))
     fail("clip_norm", "must be >= 0 (0 = off), got " + std::to_string(job.clip_norm));
   validate_device(job.device);
   for (std::size_t i = 0; i < job.stragglers.size(); ++i)
     if (job.stragglers[i] < 0 || job.stragglers[i] >= job.workers)
-      fail("stragglers[" + std::to_string(i) + "]",
-           "must be a worker id in [0, " + std::to_string(job.workers) + "), got " +
-               std::to_string(job.stragglers[i]));
+      fail("stragglers[" + std::to_string(i) + "]", "must be a worker id in [0, " +
+                                                        std::to_string(job.workers) + "), got " +
+                                                        std::to_string(job.stragglers[i]));
   auto seconds = [](const char* field, double v) {
     if (!(v >= 0) || !std::isfinite(v))
       fail(field, "must be a finite number of seconds >= 0, got " + std::to_string(v));

@@ -19,7 +19,9 @@ std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
 }
 constexpr std::uint64_t synthetic_stream = 1;
 
-bool is_classifier_kind(const std::string& kind) { return kind == "softmax" || kind == "mlp"; }
+bool is_classifier_kind(const std::string& kind) {
+  return kind == "softmax" || kind == "mlp";
+}
 
 // A CSV read as regression for a classifier whose class count is not configured: the labels
 // must be integers >= 0, and the class count is the largest label + 1.
@@ -87,8 +89,10 @@ job_data load_job_data(const job_spec& job) {
   } else if (s.kind == "csv") {
     out = load_csv(job);
   } else {
-    throw std::invalid_argument("job.data.kind must be one of fashion_mnist, synthetic_linear, "
-                                "csv, got '" + s.kind + "'");
+    throw std::invalid_argument(
+        "job.data.kind must be one of fashion_mnist, synthetic_linear, "
+        "csv, got '" +
+        s.kind + "'");
   }
   if (s.train_subset > 0 && s.train_subset < out.train.rows)
     out.train = slice_rows(out.train, 0, s.train_subset);
@@ -122,8 +126,7 @@ void fit_model_to_data(job_spec& job, const job_data& data) {
   }
   if (data.test.rows > 0 && data.test.features != d.features)
     throw std::invalid_argument("the test set has " + std::to_string(data.test.features) +
-                                " features but the training set has " +
-                                std::to_string(d.features));
+                                " features but the training set has " + std::to_string(d.features));
 }
 
 }  // namespace actrain

@@ -54,8 +54,8 @@ train_result reference_train(const job_spec& job, const job_data& data,
 
   // eval_every may be fractional: evaluate every round(eval_every * batches_per_epoch) steps.
   const std::int64_t per_epoch = it.batches_per_epoch();
-  const std::int64_t eval_interval = std::max<std::int64_t>(
-      1, std::llround(job.eval_every * static_cast<double>(per_epoch)));
+  const std::int64_t eval_interval =
+      std::max<std::int64_t>(1, std::llround(job.eval_every * static_cast<double>(per_epoch)));
 
   train_result r;
   std::int64_t step = 0;
@@ -94,8 +94,8 @@ train_result reference_train(const job_spec& job, const job_data& data,
     ++epoch;
     int rows;
     while (!stop && (rows = it.next(xb, yb)) > 0) {
-      const loss_sum s = m->forward_backward(params.data(), batch_view{rows, xb.data(), yb.data()},
-                                             grad.data());
+      const loss_sum s =
+          m->forward_backward(params.data(), batch_view{rows, xb.data(), yb.data()}, grad.data());
       if (job.clip_norm > 0) clip_by_norm(g, job.clip_norm);
       opt->step(w, g, scheduled_lr(job.optim, step));
       ++step;

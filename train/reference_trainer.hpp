@@ -23,7 +23,7 @@ struct train_result {
   double seconds = 0;                   ///< training time, evaluation excluded
   std::int64_t samples = 0;
   double samples_per_s = 0;
-  eval_result test;                     ///< final evaluation
+  eval_result test;  ///< final evaluation
 };
 
 /// The single-threaded ground truth: no actors, one model, plain mini-batch SGD (the job's

@@ -209,7 +209,8 @@ std::shared_ptr<dataset> lay_out(const job_spec& job, const dataset& train, int 
     for (int t = 0; t < steps; ++t)
       for (int j = 0; j < batch; ++j) {
         auto dst = static_cast<std::size_t>(w * steps * batch + t * batch + j);
-        auto src = static_cast<std::size_t>(order[static_cast<std::size_t>(t * n * batch + w * batch + j)]);
+        auto src = static_cast<std::size_t>(
+            order[static_cast<std::size_t>(t * n * batch + w * batch + j)]);
         std::copy(train.x.begin() + static_cast<std::ptrdiff_t>(src * f),
                   train.x.begin() + static_cast<std::ptrdiff_t>((src + 1) * f),
                   laid->x.begin() + static_cast<std::ptrdiff_t>(dst * f));

@@ -17,7 +17,8 @@ struct barrier_test : ::testing::Test {
   testing::deterministic_system ds;
   caf::scoped_actor self{*ds.sys};
   shard_actor sh;
-  std::vector<caf::actor> spawned;  ///< stopped at the end (a barrier and its shard refer to each other)
+  std::vector<caf::actor>
+      spawned;  ///< stopped at the end (a barrier and its shard refer to each other)
   std::vector<weights> answers;
   std::vector<push_ack> acks;
   std::vector<std::string> errors;
@@ -226,8 +227,8 @@ TEST_F(barrier_test, ssp_holds_a_pull_until_the_slowest_worker_is_within_the_bou
   std::vector<std::pair<int, std::int64_t>> answered;
   for (auto& e : log->events)
     if (e.kind == barrier_event::answer) answered.emplace_back(e.worker, e.step);
-  EXPECT_EQ(answered, (std::vector<std::pair<int, std::int64_t>>{
-                          {0, 0}, {0, 1}, {1, 0}, {0, 2}, {0, 3}}));
+  EXPECT_EQ(answered,
+            (std::vector<std::pair<int, std::int64_t>>{{0, 0}, {0, 1}, {1, 0}, {0, 2}, {0, 3}}));
 }
 
 TEST_F(barrier_test, bad_slices_are_rejected_without_touching_the_sum) {

@@ -168,7 +168,8 @@ TEST_F(barrier_train_test, sync_with_n_workers_equals_the_reference_with_an_n_ti
     for (int t = 0; t < steps; ++t)
       for (int j = 0; j < batch; ++j) {
         auto dst = static_cast<std::size_t>(w * steps * batch + t * batch + j);
-        auto src = static_cast<std::size_t>(order[static_cast<std::size_t>(t * n * batch + w * batch + j)]);
+        auto src = static_cast<std::size_t>(
+            order[static_cast<std::size_t>(t * n * batch + w * batch + j)]);
         std::copy(data->train.x.begin() + static_cast<std::ptrdiff_t>(src * f),
                   data->train.x.begin() + static_cast<std::ptrdiff_t>((src + 1) * f),
                   laid->x.begin() + static_cast<std::ptrdiff_t>(dst * f));
@@ -187,7 +188,8 @@ TEST_F(barrier_train_test, sync_with_n_workers_equals_the_reference_with_an_n_ti
   EXPECT_GT(max_abs_diff(params, init), 1e-2f);
 }
 
-TEST_F(barrier_train_test, ssp_keeps_every_worker_within_the_bound_of_the_slowest_with_a_straggler) {
+TEST_F(barrier_train_test,
+       ssp_keeps_every_worker_within_the_bound_of_the_slowest_with_a_straggler) {
   job_spec job;
   job.model.kind = "linear";
   job.data.kind = "synthetic_linear";

@@ -47,7 +47,8 @@ TEST_F(engine_test, async_linear_regression_4_workers_2_shards_reaches_closed_fo
   EXPECT_GE(train_mse, best * (1 - 1e-6));  // nothing beats least squares on its own data
   // 4 workers pushing concurrently: some gradients must have been stale.
   std::int64_t stale = 0;
-  for (std::size_t i = 1; i < res.staleness_histogram.size(); ++i) stale += res.staleness_histogram[i];
+  for (std::size_t i = 1; i < res.staleness_histogram.size(); ++i)
+    stale += res.staleness_histogram[i];
   EXPECT_GT(stale, 0);
 }
 

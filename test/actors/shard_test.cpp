@@ -39,9 +39,7 @@ struct shard_test : ::testing::Test {
     self->receive([&](push_ack& a) { out = a; }, [&](caf::error& e) { out = e; });
     return out;
   }
-  ~shard_test() override {
-    self->send_exit(self, caf::exit_reason::user_shutdown);
-  }
+  ~shard_test() override { self->send_exit(self, caf::exit_reason::user_shutdown); }
 };
 
 gradient grad(std::vector<float> v, std::int64_t base, std::int32_t worker = 0) {

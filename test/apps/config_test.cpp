@@ -65,7 +65,8 @@ TEST(config_test, every_sample_config_parses_and_validates) {
     auto path = std::string(src) + "/config/" + name;
     ASSERT_EQ(load_app_config(cfg, {"--config", path}), "") << name;
     auto job = job_from_config(cfg);
-    if (job.model.input_dim == 0) job.model.input_dim = job.data.kind == "fashion_mnist" ? 784 : job.data.features;
+    if (job.model.input_dim == 0)
+      job.model.input_dim = job.data.kind == "fashion_mnist" ? 784 : job.data.features;
     if (job.model.output_dim == 0) job.model.output_dim = job.model.kind == "linear" ? 1 : 10;
     EXPECT_NO_THROW(validate(job)) << name;
   }

@@ -27,9 +27,9 @@ using namespace std::chrono_literals;
 
 struct child {
   pid_t pid = -1;
-  int out = -1;        ///< read end of its stdout+stderr
-  std::string text;    ///< what it printed so far
-  int status = -1;     ///< waitpid status once reaped
+  int out = -1;      ///< read end of its stdout+stderr
+  std::string text;  ///< what it printed so far
+  int status = -1;   ///< waitpid status once reaped
   bool reaped = false;
 };
 
@@ -51,11 +51,20 @@ struct multiprocess_test : ::testing::Test {
     auto job = test::linear_job(3);
     auto* env = std::getenv("ACTRAIN_SOURCE_DIR");
     auto src = std::string(env ? env : ACTRAIN_SOURCE_DEFAULT);
-    return {"--config", src + "/config/cluster-linear.ini", "--cluster.token=" + token,
-            "--cluster.join-timeout=15000", "--job.workers=3", "--job.shards=2",
-            "--job.batch=32", "--job.epochs=6", "--job.eval-every=0.5",
-            "--data.rows=20000", "--data.test-rows=1000", "--data.features=20",
-            "--optim.lr=0.02", "--optim.total-steps=" + std::to_string(job.optim.total_steps)};
+    return {"--config",
+            src + "/config/cluster-linear.ini",
+            "--cluster.token=" + token,
+            "--cluster.join-timeout=15000",
+            "--job.workers=3",
+            "--job.shards=2",
+            "--job.batch=32",
+            "--job.epochs=6",
+            "--job.eval-every=0.5",
+            "--data.rows=20000",
+            "--data.test-rows=1000",
+            "--data.features=20",
+            "--optim.lr=0.02",
+            "--optim.total-steps=" + std::to_string(job.optim.total_steps)};
   }
 
   std::size_t spawn(const std::string& role, std::vector<std::string> extra) {
@@ -87,8 +96,10 @@ struct multiprocess_test : ::testing::Test {
     char buf[4096];
     for (;;) {
       auto n = ::read(k.out, buf, sizeof buf);
-      if (n > 0) k.text.append(buf, static_cast<std::size_t>(n));
-      else return n == 0;
+      if (n > 0)
+        k.text.append(buf, static_cast<std::size_t>(n));
+      else
+        return n == 0;
     }
   }
 
@@ -100,9 +111,11 @@ struct multiprocess_test : ::testing::Test {
       auto at = c.text.find(what);
       if (at != std::string::npos) {
         auto end = c.text.find('\n', at);
-        if (end != std::string::npos) return c.text.substr(at + what.size(), end - at - what.size());
+        if (end != std::string::npos)
+          return c.text.substr(at + what.size(), end - at - what.size());
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
       if (left.count() <= 0) return {};
       pollfd p{c.out, POLLIN, 0};
       ::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 200)));
@@ -118,8 +131,10 @@ struct multiprocess_test : ::testing::Test {
       for (auto& k : kids) {
         if (k.reaped) continue;
         drain(k);
-        if (::waitpid(k.pid, &k.status, WNOHANG) == k.pid) k.reaped = true;
-        else all = false;
+        if (::waitpid(k.pid, &k.status, WNOHANG) == k.pid)
+          k.reaped = true;
+        else
+          all = false;
       }
       if (all) return true;
       if (clock_type::now() > deadline) {
@@ -208,8 +223,7 @@ TEST_F(multiprocess_test, a_sigstopped_worker_process_is_declared_lost_within_a_
   // Resumed, the node finds its coordinator gone and exits on its own.
   ::kill(kids[victim].pid, SIGCONT);
   ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
-  for (auto& k : kids)
-    EXPECT_TRUE(WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << k.text;
+  for (auto& k : kids) EXPECT_TRUE(WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << k.text;
   auto best = closed_form();
   EXPECT_LT((std::stod(line) - best) / best, 1e-2);
 }
@@ -226,8 +240,8 @@ TEST_F(multiprocess_test, a_sigkilled_ps_process_fails_the_job_naming_its_shard)
   ASSERT_FALSE(index.empty()) << kids[coord].text;
   ::kill(kids[victim].pid, SIGKILL);
   auto failed = wait_for_line(coord, "job failed: ", 15s);
-  EXPECT_NE(failed.find("shard " + index + " went down"), std::string::npos)
-      << failed << "\n" << kids[coord].text;
+  EXPECT_NE(failed.find("shard " + index + " went down"), std::string::npos) << failed << "\n"
+                                                                             << kids[coord].text;
   ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
   EXPECT_TRUE(WIFEXITED(kids[coord].status) && WEXITSTATUS(kids[coord].status) == 1)
       << kids[coord].text;

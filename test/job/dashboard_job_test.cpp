@@ -52,7 +52,8 @@ TEST(job_dashboard, chromium_draws_the_curves_of_a_running_job) {
   auto shot = headless_args(chromium, profile);
   shot.push_back("--screenshot=" + png.string());
   shot.push_back(url);
-  const int shot_rc = run_bounded(shot, dir / "job-chromium-screenshot.out", dir / "job-chromium.log");
+  const int shot_rc =
+      run_bounded(shot, dir / "job-chromium-screenshot.out", dir / "job-chromium.log");
   auto dump = headless_args(chromium, profile);
   dump.push_back("--dump-dom");
   dump.push_back(url);
@@ -87,7 +88,8 @@ TEST(job_dashboard, chromium_draws_the_curves_of_a_running_job) {
   ASSERT_TRUE(res.ok) << res.error;
   EXPECT_GT(res.test.accuracy, 0.7);
   // The finished run's curves as SVG files next to the screenshot.
-  for (const auto& p : observe::write_curve_plots((dir / "job").string(), run.hub().snapshot().curve))
+  for (const auto& p :
+       observe::write_curve_plots((dir / "job").string(), run.hub().snapshot().curve))
     EXPECT_GT(fs::file_size(p), 1000u) << p;
 }
 

@@ -28,8 +28,7 @@ prom_text scrape_until_samples(running_job& run) {
     if (r.status == 200) {
       last = r.body;
       auto m = parse_prom_text(r.body);
-      if (m.value("actrain_samples_total") > 0 && m.sum("actrain_shard_pushes_total") > 0)
-        return m;
+      if (m.value("actrain_samples_total") > 0 && m.sum("actrain_shard_pushes_total") > 0) return m;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // poll interval, not a wait
   }
@@ -46,13 +45,20 @@ std::string garbage(std::mt19937& rng, int i) {
       for (auto& c : s) c = static_cast<char>(byte(rng));
       return s;
     }
-    case 1: return "GET\r\n\r\n";
-    case 2: return "GET /metrics HTTP/9.9\r\n\r\n";
-    case 3: return "GET /" + std::string(70 * 1024, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n";
-    case 4: return "POST /status HTTP/1.1\r\nContent-Length: 99999999\r\n\r\nxx";
-    case 5: return std::string("\0\0\0\0GET / HTTP/1.1\r\n\r\n", 23);
-    case 6: return "GET /status HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
-    default: return "\r\n\r\n\r\nHTTP/1.1 200 OK\r\n" + std::to_string(rng());
+    case 1:
+      return "GET\r\n\r\n";
+    case 2:
+      return "GET /metrics HTTP/9.9\r\n\r\n";
+    case 3:
+      return "GET /" + std::string(70 * 1024, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    case 4:
+      return "POST /status HTTP/1.1\r\nContent-Length: 99999999\r\n\r\nxx";
+    case 5:
+      return std::string("\0\0\0\0GET / HTTP/1.1\r\n\r\n", 23);
+    case 6:
+      return "GET /status HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+    default:
+      return "\r\n\r\n\r\nHTTP/1.1 200 OK\r\n" + std::to_string(rng());
   }
 }
 
@@ -153,9 +159,10 @@ TEST(job_endpoint, metrics_status_bad_requests_and_garbage_during_a_real_job) {
   EXPECT_GE(run.server().connections_accepted() - accepted_before, 1000u);
   EXPECT_EQ(answered_2xx, 0) << "garbage must never get a success reply";
   const bool ran_through_garbage = !run.done();
-  std::cout << "1000 garbage exchanges in "
-            << std::chrono::duration<double>(std::chrono::steady_clock::now() - garbage_from).count()
-            << " s\n";
+  std::cout
+      << "1000 garbage exchanges in "
+      << std::chrono::duration<double>(std::chrono::steady_clock::now() - garbage_from).count()
+      << " s\n";
   EXPECT_TRUE(ran_through_garbage) << "the job ended during the garbage; lengthen paced_job()";
 
   // Still serving, and the job finishes normally.

@@ -22,8 +22,12 @@ namespace fs = std::filesystem;
 using browser_testing::find_chromium;
 using browser_testing::polyline;
 using browser_testing::run_bounded;
-fs::path artifact_dir() { return browser_testing::artifact_dir(ACTRAIN_DEFAULT_ARTIFACTS); }
-std::string read(const fs::path& p) { return browser_testing::read_file(p); }
+fs::path artifact_dir() {
+  return browser_testing::artifact_dir(ACTRAIN_DEFAULT_ARTIFACTS);
+}
+std::string read(const fs::path& p) {
+  return browser_testing::read_file(p);
+}
 
 /// Feeds a hub like a running job: a point every 20 ms until stopped (bounded).
 class synthetic_job {

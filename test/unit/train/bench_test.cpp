@@ -32,8 +32,8 @@ TEST(bench, gemm_rate_is_positive_for_a_small_shape) {
 }
 
 TEST(bench, reference_jobs_are_valid_and_described) {
-  for (const job_spec& j : {reference_linear_job(100000, 100, 5), reference_softmax_job(10),
-                            reference_mlp_job(10)}) {
+  for (const job_spec& j :
+       {reference_linear_job(100000, 100, 5), reference_softmax_job(10), reference_mlp_job(10)}) {
     EXPECT_NO_THROW(validate(j)) << j.name;
     EXPECT_LE(j.epochs, 10);
   }
