@@ -76,8 +76,7 @@ struct stale_tuning {
 };
 
 run_t train_once(caf::actor_system& sys, job_spec job, const std::shared_ptr<job_data>& data,
-                 const mode_t& m, int workers, double straggler_delay,
-                 const stale_tuning& stale) {
+                 const mode_t& m, int workers, double straggler_delay, const stale_tuning& stale) {
   job.mode = m.mode;
   job.backup = m.backup;
   job.ssp_bound = m.bound;
@@ -121,9 +120,10 @@ run_t train_once(caf::actor_system& sys, job_spec job, const std::shared_ptr<job
   std::int64_t late = 0;
   for (auto& s : r.res.shards) late += s.dropped_late;
   std::cout << "  " << m.name << " x" << workers << (r.straggler ? " (straggler)" : "") << ": "
-            << fmt(r.res.seconds, 2) << " s, " << fmt(r.res.samples_per_s, 0) << " samples/s, steady "
-            << fmt(r.steady, 0) << ", accuracy " << fmt(r.res.test.accuracy, 4) << ", late "
-            << late << (r.res.ok ? "" : ", FAILED: " + r.res.error) << "\n"
+            << fmt(r.res.seconds, 2) << " s, " << fmt(r.res.samples_per_s, 0)
+            << " samples/s, steady " << fmt(r.steady, 0) << ", accuracy "
+            << fmt(r.res.test.accuracy, 4) << ", late " << late
+            << (r.res.ok ? "" : ", FAILED: " + r.res.error) << "\n"
             << std::flush;
   return r;
 }
@@ -140,7 +140,7 @@ int bench_modes(const std::vector<std::string>& args) {
   // 8 epochs: with 5, 8 stale async workers plateau at 0.85-0.86 whatever the rate (Adam 2.5e-4
   // to 2e-3, SGD 0.05 to 0.3, momentum); with 8 and the stale tuning below every mode passes 0.87.
   int epochs = 8, sim_steps = 200;
-  std::string only;                  // --modes=async,sync: run only these (names as in the table)
+  std::string only;  // --modes=async,sync: run only these (names as in the table)
   // async/ssp: "inverse" is the staleness-aware step lr / (1 + staleness); at 8 workers on 2 cores
   // (staleness ~8) it cut Adam's step too much: 0.845 vs 0.851 without it after 5 epochs.
   stale_tuning stale;
@@ -148,16 +148,26 @@ int bench_modes(const std::vector<std::string>& args) {
   bool doc = true;
   try {
     for (auto& a : args) {
-      if (a.rfind("--epochs=", 0) == 0) epochs = std::stoi(a.substr(9));
-      else if (a.rfind("--workers=", 0) == 0) worker_counts = parse_list(a.substr(10));
-      else if (a.rfind("--sim-workers=", 0) == 0) sim_counts = parse_list(a.substr(14));
-      else if (a.rfind("--sim-steps=", 0) == 0) sim_steps = std::stoi(a.substr(12));
-      else if (a == "--no-doc") doc = false;
-      else if (a.rfind("--modes=", 0) == 0) only = "," + a.substr(8) + ",";
-      else if (a.rfind("--staleness=", 0) == 0) stale.staleness = a.substr(12);
-      else if (a.rfind("--async-beta1=", 0) == 0) stale.beta1 = std::stof(a.substr(14));
-      else if (a.rfind("--async-lr-scale=", 0) == 0) stale.lr_scale = std::stof(a.substr(17));
-      else throw std::invalid_argument(a);
+      if (a.rfind("--epochs=", 0) == 0)
+        epochs = std::stoi(a.substr(9));
+      else if (a.rfind("--workers=", 0) == 0)
+        worker_counts = parse_list(a.substr(10));
+      else if (a.rfind("--sim-workers=", 0) == 0)
+        sim_counts = parse_list(a.substr(14));
+      else if (a.rfind("--sim-steps=", 0) == 0)
+        sim_steps = std::stoi(a.substr(12));
+      else if (a == "--no-doc")
+        doc = false;
+      else if (a.rfind("--modes=", 0) == 0)
+        only = "," + a.substr(8) + ",";
+      else if (a.rfind("--staleness=", 0) == 0)
+        stale.staleness = a.substr(12);
+      else if (a.rfind("--async-beta1=", 0) == 0)
+        stale.beta1 = std::stof(a.substr(14));
+      else if (a.rfind("--async-lr-scale=", 0) == 0)
+        stale.lr_scale = std::stof(a.substr(17));
+      else
+        throw std::invalid_argument(a);
     }
   } catch (const std::exception&) {
     std::cerr << "bench modes: bad option (--epochs=N, --workers=1,2,4,8, "
@@ -204,7 +214,8 @@ int bench_modes(const std::vector<std::string>& args) {
   std::vector<run_t> slow;
   if (sw > 1)
     for (auto& m : modes)
-      if (m.backup < sw && wanted(m)) slow.push_back(train_once(sys, job, data, m, sw, delay, stale));
+      if (m.backup < sw && wanted(m))
+        slow.push_back(train_once(sys, job, data, m, sw, delay, stale));
 
   // -- part 2: simulated compute ----------------------------------------------------------------
   job_spec sim;
@@ -236,11 +247,13 @@ int bench_modes(const std::vector<std::string>& args) {
       auto d = std::make_shared<job_data>(load_job_data(j));
       fit_model_to_data(j, *d);
       auto res = run_job(sys, j, d);
-      double steps = res.seconds > 0 ? res.samples / static_cast<double>(sim.batch) / res.seconds : 0;
+      double steps =
+          res.seconds > 0 ? res.samples / static_cast<double>(sim.batch) / res.seconds : 0;
       sims.push_back({mode, w, steps, w / sim.simulated_compute_s});
       std::cout << "  " << mode << " x" << w << ": " << fmt(steps, 0) << " steps/s of ideal "
-                << fmt(w / sim.simulated_compute_s, 0) << " (" << fmt(100 * steps / sims.back().ideal, 1)
-                << "%)" << (res.ok ? "" : " FAILED: " + res.error) << "\n"
+                << fmt(w / sim.simulated_compute_s, 0) << " ("
+                << fmt(100 * steps / sims.back().ideal, 1) << "%)"
+                << (res.ok ? "" : " FAILED: " + res.error) << "\n"
                 << std::flush;
     }
 
@@ -255,15 +268,19 @@ int bench_modes(const std::vector<std::string>& args) {
         "statically, so a slow worker's own share always finishes last whatever the mode, and that "
         "tail says nothing about the mode. *whole* is samples over the whole wall time. Speed-up "
         "is steady throughput against 1 async worker in the same run. Sync runs scale Adam's "
-        "rate by sqrt(K) and fit the cosine schedule to their K-times fewer steps; async and ssp, whose "
-        "gradients are about workers-1 updates stale (asynchrony acts like momentum), use Adam beta1 "
-     << stale.beta1 << " and " << stale.lr_scale << "x the rate, staleness policy `" << stale.staleness
+        "rate by sqrt(K) and fit the cosine schedule to their K-times fewer steps; async and ssp, "
+        "whose "
+        "gradients are about workers-1 updates stale (asynchrony acts like momentum), use Adam "
+        "beta1 "
+     << stale.beta1 << " and " << stale.lr_scale << "x the rate, staleness policy `"
+     << stale.staleness
      << "`. Sync workers send push_pull: the reply to step "
         "t's slice is step t+1's weights (one message each way per shard and step).\n\n";
   double base = 0;
   for (auto& r : runs)
     if (r.workers == worker_counts.front() && r.mode == "async") base = r.steady;
-  md << "| mode | workers | steady samples/s | speed-up | whole samples/s | wall s | test accuracy | late slices dropped |\n"
+  md << "| mode | workers | steady samples/s | speed-up | whole samples/s | wall s | test accuracy "
+        "| late slices dropped |\n"
      << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   auto row = [&](const run_t& r) {
     std::int64_t late = 0;
@@ -277,7 +294,8 @@ int bench_modes(const std::vector<std::string>& args) {
   for (auto& r : runs) row(r);
   md << "\n### With a straggler (worker " << sw - 1 << " of " << sw << " 4x slower: +"
      << fmt(delay * 1e3, 1) << " ms per step)\n\n"
-     << "| mode | steady samples/s | without straggler | ratio | test accuracy | late slices dropped |\n"
+     << "| mode | steady samples/s | without straggler | ratio | test accuracy | late slices "
+        "dropped |\n"
      << "| --- | --- | --- | --- | --- | --- |\n";
   std::map<std::string, double> ratio;
   double min_acc = 1;
@@ -296,7 +314,8 @@ int bench_modes(const std::vector<std::string>& args) {
   }
   md << "\n### Simulated compute (5 ms per step, " << sim_steps
      << " steps per worker, linear model): coordination overhead\n\n"
-     << "| mode | workers | steps/s | ideal (workers / 5 ms) | of ideal |\n| --- | --- | --- | --- | --- |\n";
+     << "| mode | workers | steps/s | ideal (workers / 5 ms) | of ideal |\n| --- | --- | --- | --- "
+        "| --- |\n";
   std::map<std::string, double> eff32;
   for (auto& s : sims) {
     md << "| " << s.mode << " | " << s.workers << " | " << fmt(s.steps_per_s, 0) << " | "
@@ -305,17 +324,18 @@ int bench_modes(const std::vector<std::string>& args) {
   }
   auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
   md << "\n### What the figures show\n\n"
-     << "- With one worker of " << sw << " slowed 4x, async keeps "
-     << fmt(ratio["async"], 2) << "x and sync+backup " << fmt(ratio["sync+backup 1"], 2)
+     << "- With one worker of " << sw << " slowed 4x, async keeps " << fmt(ratio["async"], 2)
+     << "x and sync+backup " << fmt(ratio["sync+backup 1"], 2)
      << "x of their throughput without it, while plain sync drops to " << fmt(ratio["sync"], 2)
      << "x (every step waits for the slowest worker) and ssp to " << fmt(ratio["ssp s=2"], 2)
      << "x (the bound lets the fast workers run " << 2
      << " steps ahead, then they wait too). Goal (>= 0.8x for async and sync+backup, sync drops): "
      << verdict(ratio["async"] >= 0.8 && ratio["sync+backup 1"] >= 0.8 && ratio["sync"] < 0.8)
      << ".\n"
-     << "- Lowest test accuracy over all runs: " << fmt(min_acc, 4) << " (goal >= 0.87: "
-     << verdict(min_acc >= 0.87) << "). Sync with N workers takes N times fewer, larger steps per "
-        "epoch, so at a fixed epoch budget it trails async slightly.\n"
+     << "- Lowest test accuracy over all runs: " << fmt(min_acc, 4)
+     << " (goal >= 0.87: " << verdict(min_acc >= 0.87)
+     << "). Async and ssp lose most with many workers: each gradient is "
+        "about workers-1 updates stale.\n"
      << "- With simulated compute, " << sim_counts.back() << " workers reach "
      << fmt(100 * eff32["async"], 1) << "% of ideal in async and " << fmt(100 * eff32["sync"], 1)
      << "% in sync (goals 90% and 80%: " << verdict(eff32["async"] >= 0.9) << ", "
@@ -325,7 +345,8 @@ int bench_modes(const std::vector<std::string>& args) {
      << "- On real compute, 2 cores cap the speed-up near 2x: more workers than cores add "
         "contention, not throughput.\n\n"
      << "Plots: ![accuracy vs time](img/modes-accuracy-time.svg) "
-        "![accuracy vs samples](img/modes-accuracy-samples.svg) ![train loss vs time](img/modes-loss-time.svg) "
+        "![accuracy vs samples](img/modes-accuracy-samples.svg) ![train loss vs "
+        "time](img/modes-loss-time.svg) "
         "![throughput vs workers](img/modes-throughput.svg) ![speed-up](img/modes-speedup.svg) "
         "![simulated compute](img/modes-simulated.svg)\n";
   std::cout << "\n" << md.str();
@@ -336,11 +357,23 @@ int bench_modes(const std::vector<std::string>& args) {
   auto dir = img_dir();
   std::filesystem::create_directories(dir);
   observe::plot_spec acc_t{"Test accuracy vs wall time (" + std::to_string(sw) + " workers)",
-                           "seconds", "test accuracy", {}, 640, 400};
+                           "seconds",
+                           "test accuracy",
+                           {},
+                           640,
+                           400};
   observe::plot_spec acc_s{"Test accuracy vs samples (" + std::to_string(sw) + " workers)",
-                           "samples", "test accuracy", {}, 640, 400};
+                           "samples",
+                           "test accuracy",
+                           {},
+                           640,
+                           400};
   observe::plot_spec loss_t{"Train loss vs wall time (" + std::to_string(sw) + " workers)",
-                            "seconds", "train loss", {}, 640, 400};
+                            "seconds",
+                            "train loss",
+                            {},
+                            640,
+                            400};
   auto curves = [&](const run_t& r) {
     observe::plot_series a{r.mode + (r.straggler ? " + straggler" : ""), {}, {}, ""};
     auto b = a, c = a;
@@ -360,7 +393,8 @@ int bench_modes(const std::vector<std::string>& args) {
     if (r.workers == sw) curves(r);
   for (auto& s : slow) curves(s);
   observe::plot_spec thr{"Steady throughput vs workers", "workers", "samples/s", {}, 640, 400};
-  observe::plot_spec spd{"Speed-up vs workers (against 1 async worker)", "workers", "speed-up", {}, 640, 400};
+  observe::plot_spec spd{
+      "Speed-up vs workers (against 1 async worker)", "workers", "speed-up", {}, 640, 400};
   for (auto& m : modes) {
     observe::plot_series t{m.name, {}, {}, ""}, s{m.name, {}, {}, ""};
     for (auto& r : runs)
@@ -373,7 +407,8 @@ int bench_modes(const std::vector<std::string>& args) {
     thr.series.push_back(t);
     spd.series.push_back(s);
   }
-  observe::plot_spec simp{"Simulated compute 5 ms/step: steps/s vs workers", "workers", "steps/s", {}, 640, 400};
+  observe::plot_spec simp{
+      "Simulated compute 5 ms/step: steps/s vs workers", "workers", "steps/s", {}, 640, 400};
   observe::plot_series ideal{"ideal (workers / 5 ms)", {}, {}, ""};
   for (int w : sim_counts) {
     ideal.xs.push_back(w);
@@ -395,7 +430,8 @@ int bench_modes(const std::vector<std::string>& args) {
   observe::write_svg_plot(dir + "/modes-throughput.svg", thr);
   observe::write_svg_plot(dir + "/modes-speedup.svg", spd);
   observe::write_svg_plot(dir + "/modes-simulated.svg", simp);
-  std::cout << "wrote " << benchmarks_doc_path() << " (section modes) and " << dir << "/modes-*.svg\n";
+  std::cout << "wrote " << benchmarks_doc_path() << " (section modes) and " << dir
+            << "/modes-*.svg\n";
   return 0;
 }
 
