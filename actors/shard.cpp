@@ -13,7 +13,11 @@ void record_staleness(shard_stats& s, std::int64_t staleness) {
 }
 
 weights current(shard_state& st) {
-  if (st.snapshot.size() != st.values.size()) st.snapshot = tensor(st.values);
+  if (st.snapshot.size() != st.values.size()) {
+    auto buf = st.old_snapshots.take(st.values.size());
+    std::copy(st.values.begin(), st.values.end(), buf.begin());
+    st.snapshot = tensor(std::move(buf));
+  }
   return {st.index, st.version, st.snapshot};
 }
 
@@ -46,6 +50,7 @@ caf::expected<push_ack> apply_push(shard_state& st, const gradient& g) {
   auto lr = scheduled_lr(st.optim, st.opt->steps()) * factor;
   st.opt->step(span<float>(st.values), g.values.values(), lr);
   st.version += 1;
+  st.old_snapshots.keep(std::move(st.snapshot));
   st.snapshot = tensor();
   return push_ack{st.version, staleness, true};
 }
@@ -101,6 +106,7 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
         }
         st.values = c.values;
         st.version = c.version;
+        st.old_snapshots.keep(std::move(st.snapshot));
         st.snapshot = tensor();
         return st.version;
       },

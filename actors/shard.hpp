@@ -25,6 +25,7 @@ struct shard_state {
   std::int32_t index = 0;
   std::vector<float> values;
   tensor snapshot;  ///< values at `version`, empty after a push until the next pull
+  tensor_pool old_snapshots;  ///< earlier snapshots, recycled once no worker reads them
   std::unique_ptr<optimizer> opt;
   optim_spec optim;
   staleness_policy staleness;

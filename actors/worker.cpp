@@ -142,7 +142,8 @@ void compute_and_push(self_ptr self) {
   // The gradient vector becomes one immutable tensor and each shard gets a view of its range: no
   // copy here, and none on a local send. The next step computes into a fresh vector.
   tensor full(std::move(st.grad));
-  st.grad = std::vector<float>(full.size());
+  st.sent_grads.keep(full);
+  st.grad = st.sent_grads.take(full.size());  // the model overwrites every value
   if (st.cfg.push_pull) expect_slices(st, st.step);
   for (std::size_t s = 0; s < st.shards.size(); ++s) {
     auto b = static_cast<std::size_t>(st.ranges[s].begin);

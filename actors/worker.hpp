@@ -55,6 +55,7 @@ struct worker_state {
   std::unique_ptr<model> net;
   buffer dev_params, dev_grad, dev_x, dev_y;  ///< only used when the backend is not the host
   std::vector<float> params, grad, x, y;
+  tensor_pool sent_grads;  ///< pushed gradients, recycled once every shard has applied them
   // step bookkeeping
   std::int64_t step = 0;         ///< next step to compute
   std::int64_t fetch_step = -1;  ///< the step whose weights are being fetched (-1: none)

@@ -1,5 +1,7 @@
 #include "tensor/tensor.hpp"
 
+#include <cstring>
+
 #include <cmath>
 #include <stdexcept>
 
@@ -73,11 +75,44 @@ tensor tensor::reshape(shape_t s) const {
 }
 
 bool tensor::all_finite() const {
+  // A float is NaN or infinite exactly when its exponent bits are all ones. OR-ing that test over
+  // the bit patterns is a pure integer loop the compiler vectorizes (std::isfinite per element
+  // did not, and every push and pull runs this check).
   const float* p = data();
-  // Accumulate a flag rather than branch per element so the loop vectorizes.
-  bool ok = true;
-  for (std::size_t i = 0; i < size_; ++i) ok &= std::isfinite(p[i]);
-  return ok;
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < size_; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, p + i, sizeof bits);
+    bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
+bool tensor::reclaim(std::vector<float>& out) {
+  // Sole owner of the whole buffer: nobody else can read it any more, so handing its storage
+  // back for writing breaks no one's immutability.
+  if (!buf_ || buf_.use_count() != 1 || offset_ != 0 || size_ != buf_->size()) return false;
+  out = std::move(const_cast<std::vector<float>&>(*buf_));
+  *this = tensor();
+  return true;
+}
+
+void tensor_pool::keep(tensor t) {
+  if (t.empty() || capacity_ == 0) return;
+  if (kept_.size() == capacity_) kept_.erase(kept_.begin());
+  kept_.push_back(std::move(t));
+}
+
+std::vector<float> tensor_pool::take(std::size_t n) {
+  std::vector<float> out;
+  for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+    if (it->size() == n && it->reclaim(out)) {
+      kept_.erase(it);
+      return out;
+    }
+  }
+  out.assign(n, 0.f);
+  return out;
 }
 
 }  // namespace actrain

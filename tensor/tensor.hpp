@@ -57,11 +57,32 @@ class tensor {
   /// True when every value is finite (no NaN, no infinity).
   bool all_finite() const;
 
+  /// When this is the only tensor left on its buffer (every copy and slice is gone) and it spans
+  /// the whole buffer, moves the storage into `out` for reuse, empties this tensor and returns
+  /// true; otherwise changes nothing and returns false. Lets a sender recycle a buffer once every
+  /// receiver is done with it, instead of allocating (and page-faulting) a fresh one.
+  bool reclaim(std::vector<float>& out);
+
  private:
   std::shared_ptr<const std::vector<float>> buf_;
   std::size_t offset_ = 0;
   std::size_t size_ = 0;
   shape_t shape_;
+};
+
+/// Recycles the buffers of tensors a sender has let go of: `keep` a tensor after sending it, and
+/// `take` returns the storage of the oldest kept tensor that every receiver has released (or a
+/// new vector). Bounded: at most `capacity` tensors are kept. Not thread-safe (one owner).
+class tensor_pool {
+ public:
+  explicit tensor_pool(std::size_t capacity = 4) : capacity_(capacity) {}
+  void keep(tensor t);
+  /// A vector of n floats: recycled when possible (old values, not zeroed), else zero-filled.
+  std::vector<float> take(std::size_t n);
+
+ private:
+  std::size_t capacity_;
+  std::vector<tensor> kept_;
 };
 
 }  // namespace actrain

@@ -119,3 +119,42 @@ TEST(tensor, default_is_empty) {
 
 }  // namespace
 }  // namespace actrain
+
+namespace actrain {
+namespace {
+
+TEST(tensor_reclaim, only_the_last_owner_of_a_whole_buffer_gets_the_storage_back) {
+  tensor t(std::vector<float>{1.f, 2.f, 3.f});
+  const float* p = t.data();
+  std::vector<float> out;
+  {
+    tensor copy = t;  // a receiver still reads it
+    EXPECT_FALSE(t.reclaim(out));
+    auto view = t.slice(1, 2);
+    copy = tensor();
+    EXPECT_FALSE(t.reclaim(out));     // the slice still shares the buffer
+    EXPECT_FALSE(view.reclaim(out));  // a slice never reclaims
+  }
+  ASSERT_TRUE(t.reclaim(out));
+  EXPECT_TRUE(t.empty());
+  EXPECT_EQ(out.data(), p);  // the same storage, not a copy
+  EXPECT_EQ(out, (std::vector<float>{1.f, 2.f, 3.f}));
+}
+
+TEST(tensor_pool, recycles_released_buffers_and_allocates_otherwise) {
+  tensor_pool pool(2);
+  tensor a(std::vector<float>(5, 1.f));
+  const float* pa = a.data();
+  tensor held = a;
+  pool.keep(std::move(a));
+  auto fresh = pool.take(5);  // `held` still reads a's buffer: a new, zeroed vector
+  EXPECT_NE(fresh.data(), pa);
+  EXPECT_EQ(fresh, std::vector<float>(5, 0.f));
+  held = tensor();
+  auto recycled = pool.take(5);  // now released: its storage comes back
+  EXPECT_EQ(recycled.data(), pa);
+  EXPECT_EQ(pool.take(5).size(), 5u);  // the pool is empty again: a new one
+}
+
+}  // namespace
+}  // namespace actrain
