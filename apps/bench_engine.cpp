@@ -97,9 +97,9 @@ int bench_engine(const std::vector<std::string>& args) {
   };
   if (!full) {
     emit("## Async engine vs the reference trainer (and PyTorch), side by side\n\n");
-    emit("Reproduce: `actrain bench engine" + std::string(full ? " --full" : "") +
-         "`. Batch 64, 1 BLAS thread per worker, one epoch over the first " + std::to_string(rows) +
-         " training rows per run, median of " + std::to_string(runs) +
+    emit("Reproduce: `actrain bench engine --runs=" + std::to_string(runs) + " --rows=" +
+         std::to_string(rows) + "`. Batch 64, 1 BLAS thread per worker, one epoch over the first " +
+         std::to_string(rows) + " training rows per run, median of " + std::to_string(runs) +
          " runs, runs of the two interleaved. Evaluation is not timed. The engine's figure is "
          "training wall time from the first assignment to the last step, every message "
          "included.\n\n");
