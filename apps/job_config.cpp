@@ -135,6 +135,21 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
   return {};
 }
 
+std::string take_http_option(std::vector<std::string>& args) {
+  std::string out;
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--http" && i + 1 < args.size())
+      out = args[++i];
+    else if (args[i].rfind("--http=", 0) == 0)
+      out = args[i].substr(7);
+    else
+      rest.push_back(args[i]);
+  }
+  args = rest;
+  return out;
+}
+
 job_spec job_from_config(const caf::actor_system_config& cfg) {
   using caf::get_or;
   job_spec j;

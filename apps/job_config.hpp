@@ -23,6 +23,9 @@ class app_config : public caf::actor_system_config {
 /// Returns an empty string on success, else the message to show.
 std::string load_app_config(app_config& cfg, std::vector<std::string> args);
 
+/// Removes `--http X` / `--http=X` from args and returns X ("" when absent: the endpoint is off).
+std::string take_http_option(std::vector<std::string>& args);
+
 /// The job described by a parsed config; throws std::invalid_argument naming a bad field.
 job_spec job_from_config(const caf::actor_system_config& cfg);
 

@@ -1,4 +1,5 @@
 #include "apps/node_command.hpp"
+#include "observe/http_server.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -79,7 +80,9 @@ class signal_guard {
 
 }  // namespace
 
-int node_command(const std::vector<std::string>& args) {
+int node_command(const std::vector<std::string>& argv) {
+  auto args = argv;
+  auto http = take_http_option(args);  // coordinator only: /metrics, /status, the live page
   std::vector<std::string> rest;
   std::string role_arg;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -103,6 +106,8 @@ int node_command(const std::vector<std::string>& args) {
     if (role_arg.empty()) role_arg = caf::get_or(caf::content(cfg), "cluster.role", std::string{});
     if (role_arg.empty()) throw std::invalid_argument("--role (or cluster.role) is required");
     role = parse_role(role_arg);
+    if (!http.empty() && role != node_role::coordinator)
+      throw std::invalid_argument("--http is served by the coordinator node only");
     opts = cluster_from_config(cfg);
     job = job_from_config(cfg);
     // Every node derives the same data from the same config (synthetic data from the seed), so
@@ -132,6 +137,21 @@ int node_command(const std::vector<std::string>& args) {
                 << p.test_loss << "  test acc " << p.test_accuracy << std::endl;
     };
     hooks.engine.on_event = hooks.on_event;
+    observe::metrics_hub hub;
+    std::unique_ptr<observe::http_server> server;
+    if (!http.empty()) {
+      try {
+        auto at = observe::parse_http_address(http);
+        server = std::make_unique<observe::http_server>(hub, at.host, at.port);
+        server->start();
+        std::cout << tag << "dashboard: http://" << at.host << ":" << server->port() << "/"
+                  << std::endl;
+      } catch (const std::exception& e) {
+        std::cerr << "actrain node: " << e.what() << "\n";
+        return 2;
+      }
+      hooks.engine.hub = &hub;
+    }
     engine_result res;
     try {
       res = run_coordinator_node(sys, job, data, opts, hooks);

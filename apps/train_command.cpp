@@ -18,22 +18,6 @@ namespace actrain {
 
 namespace {
 
-/// Pulls `--http X` / `--http=X` out of args (the endpoint is off by default).
-std::string take_http(std::vector<std::string>& args) {
-  std::string out;
-  std::vector<std::string> rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--http" && i + 1 < args.size())
-      out = args[++i];
-    else if (args[i].rfind("--http=", 0) == 0)
-      out = args[i].substr(7);
-    else
-      rest.push_back(args[i]);
-  }
-  args = rest;
-  return out;
-}
-
 std::string strip_extension(const std::string& path) {
   auto dot = path.find_last_of('.');
   auto slash = path.find_last_of('/');
@@ -45,7 +29,7 @@ std::string strip_extension(const std::string& path) {
 
 int train_command(const std::vector<std::string>& argv) {
   auto args = argv;
-  auto http = take_http(args);
+  auto http = take_http_option(args);
   app_config cfg;
   if (auto msg = load_app_config(cfg, args); !msg.empty()) {
     std::cerr << "actrain train: " << msg << "\n";
