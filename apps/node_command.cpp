@@ -2,10 +2,14 @@
 #include "observe/http_server.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include <pthread.h>
@@ -78,6 +82,44 @@ class signal_guard {
   std::thread thread_;
 };
 
+/// Bounds the actor system's shutdown once a node's work is done. CAF 0.17 can block in the
+/// system's destructor on a middleman connection whose peer is shutting down at the same moment
+/// (seen once in CI: a worker node printed its outcome, then never exited). Everything the node
+/// says is flushed before arming, so if shutdown takes longer than `grace` the process exits
+/// with the node's status instead of hanging. Declared before the actor system so that it
+/// outlives the system's destructor.
+class exit_watchdog {
+ public:
+  /// Starts the countdown; returns `rc` for `return watchdog.arm(rc);`.
+  int arm(int rc, std::chrono::seconds grace = std::chrono::seconds(5)) {
+    std::cout.flush();
+    std::cerr.flush();
+    thread_ = std::thread([this, rc, grace] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!cv_.wait_for(lock, grace, [this] { return done_; })) {
+        std::cerr << "actrain node: shutdown took over " << grace.count() << " s; exiting anyway"
+                  << std::endl;
+        std::_Exit(rc);
+      }
+    });
+    return rc;
+  }
+  ~exit_watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 int node_command(const std::vector<std::string>& argv) {
@@ -122,6 +164,7 @@ int node_command(const std::vector<std::string>& argv) {
   prepare_cluster_config(cfg, opts);
   auto control = std::make_shared<node_control>();
   signal_guard guard{control};
+  exit_watchdog watchdog;
   caf::actor_system sys{cfg};
   auto tag = "[" + to_string(role) + "] ";
   if (role == node_role::coordinator) {
@@ -148,7 +191,7 @@ int node_command(const std::vector<std::string>& argv) {
                   << std::endl;
       } catch (const std::exception& e) {
         std::cerr << "actrain node: " << e.what() << "\n";
-        return 2;
+        return watchdog.arm(2);
       }
       hooks.engine.hub = &hub;
     }
@@ -157,11 +200,11 @@ int node_command(const std::vector<std::string>& argv) {
       res = run_coordinator_node(sys, job, data, opts, hooks);
     } catch (const std::exception& e) {
       std::cerr << "actrain node: " << e.what() << "\n";
-      return 2;
+      return watchdog.arm(2);
     }
     if (!res.ok) {
       std::cerr << "actrain node: job failed: " << res.error << "\n";
-      return 1;
+      return watchdog.arm(1);
     }
     // The training-set loss of the final parameters: what the closed-form least-squares MSE
     // is compared with (tests and the launcher print it).
@@ -171,16 +214,16 @@ int node_command(const std::vector<std::string>& argv) {
               << ", test loss " << res.test.loss << ", test accuracy " << res.test.accuracy << ", "
               << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds
               << " s, workers lost " << res.workers_lost << std::endl;
-    return 0;
+    return watchdog.arm(0);
   }
   auto out = role == node_role::ps ? run_ps_node(sys, job, opts, control)
                                    : run_worker_node(sys, job, data, opts, control);
   if (!out.ok) {
     std::cerr << "actrain node: " << out.message << "\n";
-    return 3;
+    return watchdog.arm(3);
   }
   std::cout << tag << to_string(role) << " " << out.index << ": " << out.message << std::endl;
-  return 0;
+  return watchdog.arm(0);
 }
 
 }  // namespace actrain
