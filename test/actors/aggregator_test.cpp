@@ -6,13 +6,18 @@
 
 #include <gtest/gtest.h>
 
-#include "actor_fixture.hpp"
 #include "actors/aggregator.hpp"
 #include "actors/barrier.hpp"
 #include "actors/engine.hpp"
+#include "train_harness.hpp"
 
 namespace actrain {
 namespace {
+
+using testing::fashion_job;
+using testing::lay_out;
+using testing::max_abs_diff;
+using testing::run_deterministic;
 
 struct aggregator_test : ::testing::Test {
   testing::deterministic_system ds;
@@ -159,112 +164,6 @@ TEST_F(aggregator_test, bad_slices_and_strangers_are_rejected_with_a_reason) {
   EXPECT_NE(errors[1].find("worker 7"), std::string::npos) << errors[1];
 }
 
-/// An MLP job on the first `rows` Fashion-MNIST training rows.
-job_spec fashion_job(std::int64_t rows, int batch) {
-  job_spec job;
-  job.model.kind = "mlp";
-  job.model.hidden = {32};
-  job.data.kind = "fashion_mnist";
-  job.data.train_subset = rows;
-  job.data.test_subset = 500;
-  job.batch = batch;
-  job.epochs = 1;
-  job.eval_every = 100;
-  job.optim.kind = "sgd";
-  job.optim.lr = 0.1f;
-  return job;
-}
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
-/// The training rows laid out so that worker w's step t (rows walked in order, contiguous row
-/// ranges per worker) is the w-th slice of the reference trainer's shuffled batch t of n * batch.
-std::shared_ptr<dataset> lay_out(const job_spec& job, const dataset& train, int n, int batch,
-                                 int steps) {
-  const auto rows = train.rows;
-  dataset idx;
-  idx.rows = rows;
-  idx.features = 1;
-  for (std::int64_t i = 0; i < rows; ++i) {
-    idx.x.push_back(static_cast<float>(i));
-    idx.y.push_back(0.f);
-  }
-  batch_iterator it(idx, n * batch, job.seed);
-  std::vector<float> xb, yb, order;
-  while (it.next(xb, yb) > 0) order.insert(order.end(), xb.begin(), xb.end());
-  auto laid = std::make_shared<dataset>();
-  laid->rows = rows;
-  laid->features = train.features;
-  laid->num_classes = train.num_classes;
-  auto f = static_cast<std::size_t>(laid->features);
-  laid->x.resize(static_cast<std::size_t>(rows) * f);
-  laid->y.resize(static_cast<std::size_t>(rows));
-  for (int w = 0; w < n; ++w)
-    for (int t = 0; t < steps; ++t)
-      for (int j = 0; j < batch; ++j) {
-        auto dst = static_cast<std::size_t>(w * steps * batch + t * batch + j);
-        auto src = static_cast<std::size_t>(
-            order[static_cast<std::size_t>(t * n * batch + w * batch + j)]);
-        std::copy(train.x.begin() + static_cast<std::ptrdiff_t>(src * f),
-                  train.x.begin() + static_cast<std::ptrdiff_t>((src + 1) * f),
-                  laid->x.begin() + static_cast<std::ptrdiff_t>(dst * f));
-        laid->y[dst] = train.y[src];
-      }
-  return laid;
-}
-
-/// Shards, fronts (a barrier per shard for sync), aggregators and workers on the deterministic
-/// scheduler, without a coordinator; returns the parameters assembled from the shards.
-std::vector<float> run_aggregated(const job_spec& job, std::shared_ptr<const dataset> train) {
-  testing::deterministic_system ds;
-  caf::scoped_actor self{*ds.sys};
-  std::vector<shard_actor> shards;
-  for (auto& sc : make_shard_configs(job)) shards.push_back(ds.sys->spawn(shard, std::move(sc)));
-  auto fronts = make_aggregators(*ds.sys, job, make_fronts(*ds.sys, job, shards));
-  auto ranges = job_ranges(job);
-  std::vector<worker_actor> workers;
-  for (int w = 0; w < job.workers; ++w) {
-    auto wc = make_worker_config(job, train, w);
-    wc.shuffle = false;
-    workers.push_back(ds.sys->spawn(worker, wc));
-  }
-  ds.run();
-  for (int w = 0; w < job.workers; ++w) {
-    worker_assignment a;
-    a.worker = w;
-    a.shards = fronts;
-    a.ranges = ranges;
-    auto r = shard_range(train->rows, job.workers, w);
-    a.rows = {shard_range_t{r.first, r.second}};
-    a.epochs = job.epochs;
-    a.reports_to = caf::actor_cast<caf::actor>(self);
-    self->send(workers[static_cast<std::size_t>(w)], assign_atom::value, a);
-  }
-  ds.run();
-  std::vector<float> params(static_cast<std::size_t>(ranges.back().end));
-  for (std::size_t s = 0; s < shards.size(); ++s) {
-    self->send(shards[s], pull_atom::value, pull_request{-1, -1});
-    ds.run();
-    self->receive(
-        [&](weights& w) {
-          std::copy(w.values.data(), w.values.data() + w.values.size(),
-                    params.begin() + ranges[s].begin);
-        },
-        [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
-  }
-  for (auto& w : workers) self->send_exit(w, caf::exit_reason::user_shutdown);
-  for (auto& f : fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
-  for (auto& s : shards) self->send_exit(s, caf::exit_reason::user_shutdown);
-  ds.run();
-  return params;
-}
-
 TEST(aggregator_train_test, n_aggregated_workers_equal_the_reference_with_an_n_times_larger_batch) {
   const int n = 3, batch = 16, steps = 30;
   auto job = fashion_job(n * batch * steps, batch * n);
@@ -279,7 +178,7 @@ TEST(aggregator_train_test, n_aggregated_workers_equal_the_reference_with_an_n_t
   for (const char* mode : {"async", "sync"}) {
     SCOPED_TRACE(mode);
     job.mode = mode;
-    auto params = run_aggregated(job, laid);
+    auto params = run_deterministic(job, laid, false, true);
     EXPECT_LT(max_abs_diff(params, ref.params), 1e-4f);
   }
   auto init = make_model(job.model, *make_cpu_backend(), 1)->init_params(job.seed);

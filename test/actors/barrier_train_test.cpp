@@ -8,89 +8,21 @@
 
 #include <gtest/gtest.h>
 
-#include "actor_fixture.hpp"
 #include "actors/barrier.hpp"
 #include "actors/engine.hpp"
+#include "train_harness.hpp"
 
 namespace actrain {
 namespace {
+
+using testing::fashion_job;
+using testing::max_abs_diff;
+using testing::run_deterministic;
 
 // Workers cannot tell a barrier from a shard: both are spawned as the same typed handle.
 static_assert(std::is_same_v<decltype(std::declval<caf::actor_system&>().spawn(
                                  barrier, std::declval<barrier_config>())),
                              shard_actor>);
-
-/// An MLP job on the first `rows` Fashion-MNIST training rows.
-job_spec fashion_job(std::int64_t rows, int batch) {
-  job_spec job;
-  job.model.kind = "mlp";
-  job.model.hidden = {32};
-  job.data.kind = "fashion_mnist";
-  job.data.train_subset = rows;
-  job.data.test_subset = 500;
-  job.batch = batch;
-  job.epochs = 1;
-  job.eval_every = 100;
-  job.optim.kind = "sgd";
-  job.optim.lr = 0.1f;
-  return job;
-}
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
-/// Runs `job` on the deterministic scheduler without a coordinator: shards, fronts (barriers for
-/// sync/ssp), and workers walking their rows; returns the parameters assembled from the shards.
-std::vector<float> run_deterministic(const job_spec& job, std::shared_ptr<const dataset> train,
-                                     bool shuffle, bool prefetch) {
-  testing::deterministic_system ds;
-  caf::scoped_actor self{*ds.sys};
-  std::vector<shard_actor> shards;
-  for (auto& sc : make_shard_configs(job)) shards.push_back(ds.sys->spawn(shard, std::move(sc)));
-  auto fronts = make_fronts(*ds.sys, job, shards);
-  auto ranges = job_ranges(job);
-  std::vector<worker_actor> workers;
-  for (int w = 0; w < job.workers; ++w) {
-    auto wc = make_worker_config(job, train, w);
-    wc.shuffle = shuffle;
-    wc.prefetch = prefetch;
-    workers.push_back(ds.sys->spawn(worker, wc));
-  }
-  ds.run();
-  for (int w = 0; w < job.workers; ++w) {
-    worker_assignment a;
-    a.worker = w;
-    a.shards = fronts;
-    a.ranges = ranges;
-    auto r = shard_range(train->rows, job.workers, w);
-    a.rows = {shard_range_t{r.first, r.second}};
-    a.epochs = job.epochs;
-    a.reports_to = caf::actor_cast<caf::actor>(self);
-    self->send(workers[static_cast<std::size_t>(w)], assign_atom::value, a);
-  }
-  ds.run();
-  std::vector<float> params(static_cast<std::size_t>(ranges.back().end));
-  for (std::size_t s = 0; s < shards.size(); ++s) {
-    self->send(shards[s], pull_atom::value, pull_request{-1, -1});
-    ds.run();
-    self->receive(
-        [&](weights& w) {
-          std::copy(w.values.data(), w.values.data() + w.values.size(),
-                    params.begin() + ranges[s].begin);
-        },
-        [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
-  }
-  for (auto& w : workers) self->send_exit(w, caf::exit_reason::user_shutdown);
-  for (auto& f : fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
-  for (auto& s : shards) self->send_exit(s, caf::exit_reason::user_shutdown);
-  ds.run();
-  return params;
-}
 
 struct barrier_train_test : ::testing::Test {
   caf::actor_system_config cfg;
@@ -142,39 +74,8 @@ TEST_F(barrier_train_test, sync_with_n_workers_equals_the_reference_with_an_n_ti
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
   auto ref = reference_train(job, *data);  // shuffled batches of n * batch rows
-  // The order in which the reference walks the rows: its iterator over row indices.
-  const auto rows = data->train.rows;
-  dataset idx;
-  idx.rows = rows;
-  idx.features = 1;
-  for (std::int64_t i = 0; i < rows; ++i) {
-    idx.x.push_back(static_cast<float>(i));
-    idx.y.push_back(0.f);
-  }
-  batch_iterator it(idx, n * batch, job.seed);
-  std::vector<float> xb, yb, order;
-  while (it.next(xb, yb) > 0) order.insert(order.end(), xb.begin(), xb.end());
-  ASSERT_EQ(static_cast<std::int64_t>(order.size()), rows);
-  // Lay the rows out so that worker i's step t (rows walked in order) is the i-th slice of the
-  // reference's batch t.
-  auto laid = std::make_shared<dataset>();
-  laid->rows = rows;
-  laid->features = data->train.features;
-  laid->num_classes = data->train.num_classes;
-  auto f = static_cast<std::size_t>(laid->features);
-  laid->x.resize(static_cast<std::size_t>(rows) * f);
-  laid->y.resize(static_cast<std::size_t>(rows));
-  for (int w = 0; w < n; ++w)
-    for (int t = 0; t < steps; ++t)
-      for (int j = 0; j < batch; ++j) {
-        auto dst = static_cast<std::size_t>(w * steps * batch + t * batch + j);
-        auto src = static_cast<std::size_t>(
-            order[static_cast<std::size_t>(t * n * batch + w * batch + j)]);
-        std::copy(data->train.x.begin() + static_cast<std::ptrdiff_t>(src * f),
-                  data->train.x.begin() + static_cast<std::ptrdiff_t>((src + 1) * f),
-                  laid->x.begin() + static_cast<std::ptrdiff_t>(dst * f));
-        laid->y[dst] = data->train.y[src];
-      }
+  // Worker i's step t (rows walked in order) is the i-th slice of the reference's batch t.
+  auto laid = testing::lay_out(job, data->train, n, batch, steps);
   job.mode = "sync";
   job.workers = n;
   job.shards = 2;
