@@ -19,24 +19,11 @@ using testing::lay_out;
 using testing::max_abs_diff;
 using testing::run_deterministic;
 
-struct aggregator_test : ::testing::Test {
-  testing::deterministic_system ds;
-  caf::scoped_actor self{*ds.sys};
-  shard_actor sh;
-  std::vector<caf::actor> spawned;
-  std::vector<weights> answers;
-  std::vector<push_ack> acks;
-  std::vector<std::string> errors;
-
+struct aggregator_test : testing::front_probe {
   /// A shard holding {1, 2, 3} (plain SGD, lr 1: it moves by exactly minus the applied gradient),
   /// optionally a sync barrier for one group, and an aggregator for `members` workers in front.
   shard_actor make(int members, bool barrier_between = false) {
-    shard_config sc;
-    sc.init = {1.f, 2.f, 3.f};
-    sc.optim.kind = "sgd";
-    sc.optim.lr = 1.f;
-    sh = ds.sys->spawn(shard, std::move(sc));
-    spawned.push_back(caf::actor_cast<caf::actor>(sh));
+    make_shard();
     shard_actor front = sh;
     if (barrier_between) {
       barrier_config bc;
@@ -52,40 +39,6 @@ struct aggregator_test : ::testing::Test {
     spawned.push_back(caf::actor_cast<caf::actor>(a));
     ds.run();
     return a;
-  }
-  void pull(const shard_actor& a, std::int32_t w, std::int64_t step) {
-    self->send(a, pull_atom::value, pull_request{w, step});
-  }
-  void push(const shard_actor& a, std::int32_t w, std::int64_t step, std::int64_t base,
-            std::vector<float> v, std::int32_t rows = 1) {
-    self->send(a, push_atom::value, gradient{w, step, base, rows, tensor(std::move(v))});
-  }
-  void settle() {
-    ds.run();
-    bool more = true;
-    while (more) {
-      self->receive([&](weights& w) { answers.push_back(std::move(w)); },
-                    [&](push_ack& a) { acks.push_back(a); },
-                    [&](shard_stats&) { ADD_FAILURE() << "unexpected stats"; },
-                    [&](caf::error& e) { errors.push_back(describe_error(e)); },
-                    caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
-    }
-  }
-  shard_stats stats(const shard_actor& a) {
-    shard_stats out;
-    self->send(a, stats_atom::value);
-    ds.run();
-    self->receive([&](shard_stats& s) { out = std::move(s); },
-                  [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
-    return out;
-  }
-  static std::vector<float> values_of(const weights& w) {
-    return std::vector<float>(w.values.data(), w.values.data() + w.values.size());
-  }
-  ~aggregator_test() override {
-    for (auto& a : spawned) self->send_exit(a, caf::exit_reason::user_shutdown);
-    ds.run();
-    self->send_exit(self, caf::exit_reason::user_shutdown);
   }
 };
 

@@ -13,24 +13,11 @@
 namespace actrain {
 namespace {
 
-struct barrier_test : ::testing::Test {
-  testing::deterministic_system ds;
-  caf::scoped_actor self{*ds.sys};
-  shard_actor sh;
-  std::vector<caf::actor>
-      spawned;  ///< stopped at the end (a barrier and its shard refer to each other)
-  std::vector<weights> answers;
-  std::vector<push_ack> acks;
-  std::vector<std::string> errors;
-
+struct barrier_test : testing::front_probe {
   /// A shard holding {1, 2, 3} (plain SGD, lr 1) and a barrier in front of it.
   shard_actor make(std::string mode, int workers, int backup = 0, int bound = 0,
                    std::string late = "drop", std::shared_ptr<barrier_log> log = nullptr) {
-    shard_config sc;
-    sc.init = {1.f, 2.f, 3.f};
-    sc.optim.kind = "sgd";
-    sc.optim.lr = 1.f;
-    sh = ds.sys->spawn(shard, std::move(sc));
+    make_shard();
     barrier_config bc;
     bc.shard = sh;
     bc.mode = std::move(mode);
@@ -40,45 +27,9 @@ struct barrier_test : ::testing::Test {
     bc.late_policy = std::move(late);
     bc.log = std::move(log);
     auto b = ds.sys->spawn(barrier, std::move(bc));
-    spawned.push_back(caf::actor_cast<caf::actor>(sh));
     spawned.push_back(caf::actor_cast<caf::actor>(b));
     ds.run();
     return b;
-  }
-  void pull(const shard_actor& b, std::int32_t w, std::int64_t step) {
-    self->send(b, pull_atom::value, pull_request{w, step});
-  }
-  void push(const shard_actor& b, std::int32_t w, std::int64_t step, std::int64_t base,
-            std::vector<float> v, std::int32_t rows = 1) {
-    self->send(b, push_atom::value, gradient{w, step, base, rows, tensor(std::move(v))});
-  }
-  /// Runs everything queued and collects what came back to the test.
-  void settle() {
-    ds.run();
-    bool more = true;
-    while (more) {
-      self->receive([&](weights& w) { answers.push_back(std::move(w)); },
-                    [&](push_ack& a) { acks.push_back(a); },
-                    [&](shard_stats&) { ADD_FAILURE() << "unexpected stats"; },
-                    [&](caf::error& e) { errors.push_back(describe_error(e)); },
-                    caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
-    }
-  }
-  shard_stats stats(const shard_actor& a) {
-    shard_stats out;
-    self->send(a, stats_atom::value);
-    ds.run();
-    self->receive([&](shard_stats& s) { out = std::move(s); },
-                  [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
-    return out;
-  }
-  std::vector<float> values_of(const weights& w) {
-    return std::vector<float>(w.values.data(), w.values.data() + w.values.size());
-  }
-  ~barrier_test() override {
-    for (auto& a : spawned) self->send_exit(a, caf::exit_reason::user_shutdown);
-    ds.run();
-    self->send_exit(self, caf::exit_reason::user_shutdown);
   }
 };
 
