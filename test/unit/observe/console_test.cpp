@@ -10,6 +10,7 @@
 
 #include "observe/metrics_file.hpp"
 #include "synthetic_run.hpp"
+#include "temp_dir.hpp"
 
 namespace actrain::observe {
 namespace {
@@ -105,22 +106,7 @@ TEST(console, durations_and_tables) {
   EXPECT_NE(summary.find("fmnist-mlp"), std::string::npos);
 }
 
-class metrics_files : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "actrain_metrics_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  static std::string read(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  fs::path dir_;
-};
+using metrics_files = testing::temp_dir_test;
 
 TEST_F(metrics_files, csv_rows_are_on_disk_after_each_append_and_reopen_appends) {
   const auto path = (dir_ / "m.csv").string();

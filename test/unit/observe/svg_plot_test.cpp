@@ -12,29 +12,14 @@
 #include <vector>
 
 #include "synthetic_run.hpp"
+#include "temp_dir.hpp"
 
 namespace actrain::observe {
 namespace {
 
 namespace fs = std::filesystem;
 
-/// A fresh directory under the gtest temp dir; removed by the fixture.
-class svg_plot_files : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "actrain_svg_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  static std::string read(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  fs::path dir_;
-};
+using svg_plot_files = testing::temp_dir_test;
 
 /// Checks tags nest properly (enough XML to catch a broken writer); returns the root tag name.
 std::string check_well_formed(const std::string& x) {
