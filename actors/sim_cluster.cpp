@@ -98,6 +98,10 @@ void sim_cluster::start_node(node& n, node_role role, cluster_options opts) {
   opts.host = "127.0.0.1";
   opts.port = port_;
   opts.ps_nodes = cfg_.ps_nodes;
+  if (cfg_.relay_links) {
+    n.relay = std::make_unique<link_relay>("127.0.0.1", port_);
+    opts.port = n.relay->port();
+  }
   std::promise<node_outcome> done;
   n.outcome = done.get_future();
   n.thread = std::thread([this, role, opts, control = n.control, done = std::move(done)]() mutable {
@@ -127,6 +131,28 @@ void sim_cluster::kill_worker(int i) {
 void sim_cluster::kill_ps(int i) {
   ps_.at(static_cast<std::size_t>(i))->control->kill();
 }
+
+link_relay& sim_cluster::relay_of(sim_node n) const {
+  auto& list = n.role == node_role::ps ? ps_ : workers_;
+  if (n.role == node_role::coordinator || n.index < 0 ||
+      static_cast<std::size_t>(n.index) >= list.size())
+    throw std::out_of_range("sim_cluster: no " + to_string(n.role) + " node " +
+                            std::to_string(n.index) + " (link faults name a ps or worker node)");
+  auto& relay = list[static_cast<std::size_t>(n.index)]->relay;
+  if (!relay)
+    throw std::logic_error("sim_cluster: link faults need sim_cluster_config::relay_links");
+  return *relay;
+}
+
+void sim_cluster::delay_links(sim_node n, std::chrono::microseconds d) {
+  relay_of(n).set_delay(d);
+}
+
+void sim_cluster::cut_links(sim_node n) { relay_of(n).cut(); }
+
+void sim_cluster::silence_links(sim_node n) { relay_of(n).silence(); }
+
+link_counts sim_cluster::link_traffic(sim_node n) const { return relay_of(n).counts(); }
 
 engine_result sim_cluster::wait(std::chrono::milliseconds bound) {
   return get_bounded(result_, bound, "the simulated job");

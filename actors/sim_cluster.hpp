@@ -2,8 +2,9 @@
 // Simulated nodes: a whole cluster in one process, each node with its own actor_system and
 // middleman, talking BASP over real loopback sockets (127.0.0.1, port 0). The nodes run the same
 // functions as `actrain node` processes (actors/cluster.hpp), so a test of the harness is a test
-// of the deployment path. Fault injection: kill a node's actors, slow a worker, add nodes with
-// another token. See docs/testing.md.
+// of the deployment path. Fault injection: kill a node's actors, slow a worker, delay, cut or
+// silence a node's links (each ps and worker node reaches the coordinator through its own
+// link_relay), add nodes with another token. See docs/testing.md.
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "actors/cluster.hpp"
+#include "actors/link_relay.hpp"
 
 namespace actrain {
 
@@ -25,6 +27,19 @@ struct sim_cluster_config {
   std::vector<double> worker_delays;     ///< per worker node: extra seconds per step (stragglers)
   engine_hooks hooks;                    ///< the coordinator's hooks (its own threads)
   int threads_per_node = 2;              ///< scheduler threads of each node's actor system
+  /// Each ps and worker node connects to the coordinator through its own loopback relay, so
+  /// its links can be delayed, cut or silenced at any time. Off: nodes connect directly (and
+  /// the link calls throw).
+  bool relay_links = true;
+};
+
+/// Names one simulated node for the link calls: a ps or worker node by its node index (the
+/// order the harness started them, as kill_worker() and worker_outcome() use).
+struct sim_node {
+  node_role role = node_role::worker;
+  int index = 0;
+  static sim_node worker(int i) { return {node_role::worker, i}; }
+  static sim_node ps(int i) { return {node_role::ps, i}; }
 };
 
 /// Owns the node threads. Construction starts the coordinator node, waits (bounded by
@@ -45,6 +60,22 @@ class sim_cluster {
   /// Kills every actor of ps node `i`.
   void kill_ps(int i);
 
+  /// Adds `d` of latency to every chunk the node's links carry from now on, both directions
+  /// (0 removes it). Everything still arrives, in order. A coordinator's BASP traffic to a
+  /// worker or ps node all crosses this link: nodes reach each other only through the
+  /// coordinator (CAF 0.17 makes no direct connections unless
+  /// middleman.enable-automatic-connections is set, and the cluster does not set it).
+  void delay_links(sim_node n, std::chrono::microseconds d);
+  /// Closes the node's connection to the coordinator on both sides and refuses new ones: the
+  /// coordinator sees the node's actors go down at once (a crashed machine, a reset link).
+  void cut_links(sim_node n);
+  /// Swallows every byte the node's links carry and refuses new connections, leaving the
+  /// sockets open (a pulled cable, a partition): only heartbeats notice, after about
+  /// cluster.connection_timeout.
+  void silence_links(sim_node n);
+  /// What the node's links carried so far (for tests: proof the traffic crossed the relay).
+  link_counts link_traffic(sim_node n) const;
+
   /// Starts one more worker node with these options (host/port are filled in); returns its
   /// index for worker_outcome(). For tests of refusals (wrong token, a full cluster).
   int add_worker_node(cluster_options opts);
@@ -62,9 +93,11 @@ class sim_cluster {
   struct node {
     std::shared_ptr<node_control> control = std::make_shared<node_control>();
     std::future<node_outcome> outcome;
-    std::thread thread;
+    std::unique_ptr<link_relay> relay;  ///< its link to the coordinator (null: direct)
+    std::thread thread;  ///< declared last: joined before the relay goes
   };
   void start_node(node& n, node_role role, cluster_options opts);
+  link_relay& relay_of(sim_node n) const;
 
   sim_cluster_config cfg_;
   std::uint16_t port_ = 0;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -37,21 +40,18 @@ struct sim_cluster_test : ::testing::Test {
       if (e.find(part) != std::string::npos) return true;
     return false;
   }
-  /// One sync job of `epochs` epochs (the schedule of 2) on the sim cluster and in one process.
-  void sync_matches_single_process(int epochs) {
-    auto c = make(test::linear_job(3, 2));
-    c.job.mode = "sync";
-    c.job.epochs = epochs;
-    engine_result across;
-    {
-      sim_cluster cluster{c};
-      across = cluster.wait(25s);
-    }
-    ASSERT_TRUE(across.ok) << across.error;
+  static engine_result run_single_process(const sim_cluster_config& c) {
     caf::actor_system_config cfg;
     prepare_config(cfg);
     caf::actor_system sys{cfg};
-    auto local = run_job(sys, c.job, c.data);
+    return run_job(sys, c.job, c.data);
+  }
+  /// The sync job `c` across nodes (`across`) against the same job in one process (`local`):
+  /// every final parameter, the final progress point (its train loss is the mean over every
+  /// step of the run) and each shard's count of applied global steps agree to 1e-5.
+  static void expect_same_sync_run(const sim_cluster_config& c, const engine_result& across,
+                                   const engine_result& local) {
+    ASSERT_TRUE(across.ok) << across.error;
     ASSERT_TRUE(local.ok) << local.error;
     EXPECT_EQ(across.samples, local.samples);
     ASSERT_EQ(across.params.size(), local.params.size());
@@ -89,6 +89,13 @@ struct sim_cluster_test : ::testing::Test {
     auto best = least_squares_mse(c.data->train);
     EXPECT_LT((train_mse(c, across) - best) / best, 0.05);
   }
+  /// A sync job of `epochs` epochs of a schedule fitted to `schedule_epochs`.
+  sim_cluster_config sync_job(int epochs, int schedule_epochs) {
+    auto c = make(test::linear_job(3, schedule_epochs));
+    c.job.mode = "sync";
+    c.job.epochs = epochs;
+    return c;
+  }
 };
 
 TEST_F(sim_cluster_test, async_training_across_nodes_converges_like_the_single_process_run) {
@@ -100,6 +107,14 @@ TEST_F(sim_cluster_test, async_training_across_nodes_converges_like_the_single_p
     across = cluster.wait(25s);
     EXPECT_TRUE(cluster.worker_outcome(0, 5s).ok);
     EXPECT_TRUE(cluster.ps_outcome(1, 5s).ok);
+    // Async workers talk to the shards on the ps nodes, yet all of it crosses the worker's one
+    // link to the coordinator (no direct worker-ps connections): at least 21 floats each way per
+    // step, ~1250 steps per worker (progress reports alone would be ~100x less).
+    for (int i = 0; i < 3; ++i) {
+      auto l = cluster.link_traffic(sim_node::worker(i));
+      EXPECT_GT(l.to_target, 1200u * 21 * sizeof(float)) << "worker node " << i;
+      EXPECT_GT(l.from_target, 1200u * 21 * sizeof(float)) << "worker node " << i;
+    }
   }
   ASSERT_TRUE(across.ok) << across.error;
   EXPECT_EQ(across.samples, 6 * 20000);
@@ -121,16 +136,63 @@ TEST_F(sim_cluster_test, async_training_across_nodes_converges_like_the_single_p
 // Sync across nodes: the barriers live on the coordinator node in front of the remote shards.
 // Every global step applies the row-weighted mean of the same three slices as in one process, so
 // the runs differ only by the order of three float additions per step: the trajectory matches to
-// 1e-5. Intermediate evaluations pull the shards whenever the coordinator has counted enough
-// progress reports, which is not a fixed global step, so they are not compared; the final point
-// is (its train loss is the mean over every step of the run, a summary of the whole trajectory),
-// and so are the final parameters.
-// Checked after 1 and after 2 epochs of one learning-rate schedule (total_steps fixed for 2).
+// 1e-5. The trajectory is sampled at the end of epochs 1, 2 and 3 of one learning-rate schedule
+// (total_steps fixed for 3 epochs), one run per point: at each, every parameter, the mean train
+// loss so far and the test loss. The coordinator's intermediate evaluations are not compared:
+// they pull the shards at whatever global step they reached when enough progress reports had
+// arrived, and their train loss covers the reports that arrived meanwhile, so two runs of the
+// same job in one process differ there too (docs/testing.md).
 TEST_F(sim_cluster_test, sync_training_across_nodes_follows_the_single_process_trajectory) {
-  for (int epochs : {1, 2}) {
+  std::vector<double> across_losses, local_losses;
+  for (int epochs : {1, 2, 3}) {
     SCOPED_TRACE("epochs " + std::to_string(epochs));
-    sync_matches_single_process(epochs);
+    auto c = sync_job(epochs, 3);
+    engine_result across;
+    {
+      sim_cluster cluster{c};
+      across = cluster.wait(25s);
+    }
+    auto local = run_single_process(c);
+    expect_same_sync_run(c, across, local);
+    if (across.history.empty() || local.history.empty()) continue;
+    across_losses.push_back(across.history.back().train_loss);
+    local_losses.push_back(local.history.back().train_loss);
   }
+  // The mean train loss of the first e epochs falls from epoch to epoch, in both runs alike.
+  ASSERT_EQ(across_losses.size(), 3u);
+  EXPECT_GT(across_losses[0], across_losses[1]);
+  EXPECT_GT(across_losses[1], across_losses[2]);
+}
+
+// Every chunk on every worker and ps node's link to the coordinator arrives 1 ms late (both
+// directions): sync training is slower and ends exactly where the single-process run ends.
+TEST_F(sim_cluster_test, delayed_links_train_to_the_same_result) {
+  auto c = sync_job(1, 1);
+  auto delay = 1ms;
+  engine_result across;
+  std::vector<link_counts> worker_links;
+  {
+    sim_cluster cluster{c};
+    for (int i = 0; i < 3; ++i) cluster.delay_links(sim_node::worker(i), delay);
+    for (int i = 0; i < 2; ++i) cluster.delay_links(sim_node::ps(i), delay);
+    across = cluster.wait(25s);
+    for (int i = 0; i < 3; ++i) worker_links.push_back(cluster.link_traffic(sim_node::worker(i)));
+    auto ps0 = cluster.link_traffic(sim_node::ps(0));
+    EXPECT_GT(ps0.to_target, 0u);
+    EXPECT_GT(ps0.from_target, 0u);
+  }
+  expect_same_sync_run(c, across, run_single_process(c));
+  // The traffic really crossed the relays: each worker's slices for every step it made (21
+  // floats out, 21 back per step, ~209 steps) went through its own link, not a side channel.
+  auto steps_per_worker = across.samples / 3 / c.job.batch;
+  for (auto& l : worker_links) {
+    EXPECT_EQ(l.connections, 1);
+    EXPECT_GT(l.to_target, std::uint64_t(steps_per_worker) * 21 * sizeof(float));
+    EXPECT_GT(l.from_target, std::uint64_t(steps_per_worker) * 21 * sizeof(float));
+  }
+  // A lower bound the delay guarantees (no upper bound is asserted): a worker step waits for
+  // at least one round trip over its delayed link.
+  EXPECT_GE(across.seconds, steps_per_worker * 2 * 1e-3);
 }
 
 TEST_F(sim_cluster_test, ssp_training_across_nodes_reaches_the_closed_form) {
@@ -172,6 +234,57 @@ TEST_F(sim_cluster_test, killing_a_worker_node_mid_run_still_completes_the_job) 
   EXPECT_GE(res.samples, 6 * 20000 - 3 * 32);
   auto best = least_squares_mse(c.data->train);
   EXPECT_LT((train_mse(c, res) - best) / best, 1e-2);
+}
+
+/// Starts `c` and returns once the coordinator has made its first evaluation (training is under
+/// way); bounded.
+std::unique_ptr<sim_cluster> start_and_wait_for_training(sim_cluster_config& c) {
+  c.job.eval_every = 0.5;
+  auto started = std::make_shared<std::promise<void>>();
+  auto once = std::make_shared<std::once_flag>();
+  c.hooks.on_eval = [started, once](const progress_point&) {
+    std::call_once(*once, [&] { started->set_value(); });
+  };
+  auto cluster = std::make_unique<sim_cluster>(c);
+  if (started->get_future().wait_for(20s) != std::future_status::ready)
+    throw std::runtime_error("no evaluation within 20 s");
+  return cluster;
+}
+
+// A worker node's link is cut mid-run (both sockets closed, reconnects refused): the coordinator
+// sees that node's worker go down, the barriers stop waiting for it, its rows go to another
+// worker, and the sync job completes. The cut node notices the coordinator is gone and stops.
+TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_the_job) {
+  auto c = sync_job(2, 2);
+  auto cluster = start_and_wait_for_training(c);
+  cluster->cut_links(sim_node::worker(1));
+  auto res = cluster->wait(25s);
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(res.workers_lost, 1);
+  auto cut = cluster->worker_outcome(1, 5s);
+  EXPECT_EQ(cut.message, "the coordinator went away; local actors stopped");
+  EXPECT_TRUE(has_event(cluster->events(), "worker " + std::to_string(cut.index) + " lost"));
+  EXPECT_TRUE(cluster->worker_outcome(0, 5s).ok);
+  EXPECT_GT(cluster->link_traffic(sim_node::worker(1)).from_target, 0u);
+  EXPECT_GE(res.samples, 2 * 20000 - 3 * 32);
+  auto best = least_squares_mse(c.data->train);
+  EXPECT_LT((train_mse(c, res) - best) / best, 0.05);
+}
+
+// A worker node's link goes silent (bytes swallowed, sockets left open): nothing is closed, so
+// only the heartbeats (50 ms, connection timeout 500 ms) find it; then as above.
+TEST_F(sim_cluster_test, a_silent_worker_link_is_found_by_heartbeats_and_the_job_completes) {
+  auto c = make(test::linear_job(3, 2));
+  auto cluster = start_and_wait_for_training(c);
+  cluster->silence_links(sim_node::worker(2));
+  auto res = cluster->wait(25s);
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(res.workers_lost, 1);
+  auto silent = cluster->worker_outcome(2, 5s);
+  EXPECT_EQ(silent.message, "the coordinator went away; local actors stopped");
+  EXPECT_TRUE(has_event(cluster->events(), "worker " + std::to_string(silent.index) + " lost"));
+  EXPECT_GT(cluster->link_traffic(sim_node::worker(2)).dropped, 0u);  // heartbeats at least
+  EXPECT_GE(res.samples, 2 * 20000 - 3 * 32);
 }
 
 TEST_F(sim_cluster_test, a_bad_token_is_refused_with_a_clear_message_on_both_sides) {
