@@ -118,6 +118,20 @@ std::size_t max_slice_bytes(const job_spec& job) {
   return most;
 }
 
+bool uses_chunking(const job_spec& job, const cluster_options& opts) {
+  return needs_chunking(max_slice_bytes(job), opts.chunking);
+}
+
+namespace {
+
+std::vector<std::int64_t> slice_sizes(const job_spec& job) {
+  std::vector<std::int64_t> out;
+  for (auto& r : job_ranges(job)) out.push_back(r.end - r.begin);
+  return out;
+}
+
+}  // namespace
+
 // -- the registrar (coordinator node) -----------------------------------------------------------
 
 namespace {
@@ -259,10 +273,12 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
   auto event = [&](const std::string& s) {
     if (hooks.on_event) hooks.on_event(s);
   };
-  if (max_slice_bytes(job) > recommended_slice_bytes)
-    event("note: shard slices of " + std::to_string(max_slice_bytes(job) >> 20) +
-          " MiB travel as single messages; raise job.shards to keep them under " +
-          std::to_string(recommended_slice_bytes >> 20) + " MiB (docs/deployment.md)");
+  validate(opts.chunking);
+  bool chunked = uses_chunking(job, opts);
+  if (chunked)
+    event("shard slices up to " + std::to_string(max_slice_bytes(job)) +
+          " bytes cross nodes in chunks of " + std::to_string(opts.chunking.chunk_bytes) +
+          " bytes, " + std::to_string(opts.chunking.window) + " in flight");
   auto members = std::make_shared<cluster_members>();
   auto reg = sys.spawn(registrar, job, opts, hooks.on_event, members);
   caf::scoped_actor self{sys};
@@ -305,12 +321,26 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
   cc.job = job;
   cc.data = std::move(data);
   cc.ranges = job_ranges(job);
-  cc.shards = members->shards;
-  // async: workers talk to the remote shards directly. sync and ssp: one barrier per shard on
-  // this node, in front of the remote shard (it monitors it and requests it with timeouts); the
-  // coordinator's leave messages and stats requests to the barriers stay local.
-  cc.fronts = make_fronts(sys, job, cc.shards);
+  // With chunking, members->shards are the ps nodes' gateways; this node reaches them through
+  // proxies (its evaluation pulls and its barriers' pushes are as large as the workers').
+  cc.shards = chunked ? proxy_remote_shards(sys, members->shards, slice_sizes(job), opts.chunking)
+                      : members->shards;
+  // async: workers talk to the remote shards (or their gateways) directly. sync and ssp: one
+  // barrier per shard on this node, in front of the remote shard (it monitors it and requests it
+  // with timeouts); the coordinator's leave messages and stats requests to the barriers stay
+  // local. Workers on other nodes reach a barrier through a gateway when slices are chunked.
+  if (job.mode == "async") {
+    cc.fronts = members->shards;
+  } else {
+    cc.fronts = make_fronts(sys, job, cc.shards);
+    if (chunked) {
+      auto sizes = slice_sizes(job);
+      for (std::size_t s = 0; s < cc.fronts.size(); ++s)
+        cc.fronts[s] = sys.spawn(shard_gateway, cc.fronts[s], sizes[s], opts.chunking);
+    }
+  }
   auto fronts = cc.fronts;
+  auto proxies = chunked ? cc.shards : std::vector<shard_actor>{};
   cc.workers = members->workers;
   cc.hooks = std::move(hooks.engine);
   cc.result = std::make_shared<engine_result>();
@@ -332,6 +362,7 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
   // down): a barrier left alive would hang this node's actor system at exit.
   if (job.mode != "async")
     for (auto& f : fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
+  for (auto& p : proxies) self->send_exit(p, caf::exit_reason::user_shutdown);
   result->ok = result->ok && result->error.empty();
   stop_registrar();
   unpublish();
@@ -431,13 +462,22 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
     return out;
   }
   out.index = r->index;
+  validate(opts.chunking);
+  bool chunked = uses_chunking(job, opts);
   auto configs = make_shard_configs(job);
+  auto sizes = slice_sizes(job);
   std::vector<caf::actor> mine;
   for (std::size_t s = 0; s < configs.size(); ++s) {
     if (static_cast<std::int32_t>(s) % r->count != r->index) continue;
-    auto h = sys.spawn(shard, std::move(configs[s]));
+    shard_actor h = sys.spawn(shard, std::move(configs[s]));
     if (control) control->add(caf::actor_cast<caf::actor>(h));
     mine.push_back(caf::actor_cast<caf::actor>(h));
+    if (chunked) {
+      // Other nodes get the gateway (linked to the shard: either going down takes the other).
+      h = sys.spawn(shard_gateway, h, sizes[s], opts.chunking);
+      if (control) control->add(caf::actor_cast<caf::actor>(h));
+      mine.push_back(caf::actor_cast<caf::actor>(h));
+    }
     self->send(r->reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
   }
   wait_node(self, r->reg, std::move(mine), out);
@@ -459,10 +499,18 @@ node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
   auto train = std::shared_ptr<const dataset>(data, &data->train);
   auto wc = make_worker_config(job, train, r->index);
   if (opts.worker_delay_s > 0) wc.delay_s = opts.worker_delay_s;
-  auto h = sys.spawn<caf::detached>(worker, std::move(wc));
+  validate(opts.chunking);
+  worker_actor h = sys.spawn<caf::detached>(worker, std::move(wc));
   if (control) control->add(caf::actor_cast<caf::actor>(h));
+  std::vector<caf::actor> mine{caf::actor_cast<caf::actor>(h)};
+  if (uses_chunking(job, opts)) {
+    // The coordinator talks to a front that swaps remote shard handles for local proxies.
+    h = sys.spawn(chunking_front, h, opts.chunking);
+    if (control) control->add(caf::actor_cast<caf::actor>(h));
+    mine.push_back(caf::actor_cast<caf::actor>(h));
+  }
   self->send(r->reg, join_worker_atom::value, r->index, h);
-  wait_node(self, r->reg, {caf::actor_cast<caf::actor>(h)}, out);
+  wait_node(self, r->reg, std::move(mine), out);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "actors/chunking.hpp"
 #include "actors/engine.hpp"
 
 namespace actrain {
@@ -44,6 +45,10 @@ struct cluster_options {
   std::chrono::milliseconds connection_timeout{500};
   std::chrono::milliseconds join_timeout{30000};  ///< bound on connecting and on waiting for nodes
   double worker_delay_s = 0;  ///< worker node: extra seconds per step (fault injection)
+  /// Slices larger than chunking.chunk_bytes cross nodes in chunks through a gateway on the
+  /// shard's node and a proxy on the user's node (actors/chunking.hpp). Every node of a cluster
+  /// must use the same chunk-bytes (it decides whether the gateways and proxies exist).
+  chunk_options chunking;
 };
 
 /// prepare_config() plus the middleman: loaded, one multiplexer thread (middleman.workers=0),
@@ -116,9 +121,9 @@ node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
 /// Connects to the registrar at opts.host:opts.port, retrying until join_timeout.
 caf::expected<caf::actor> connect_registrar(caf::actor_system& sys, const cluster_options& opts);
 
-/// Largest shard slice of `job`, in bytes. Slices travel as one message each; keep them at most
-/// max_slice_bytes (raise job.shards) so no message is large enough to lose throughput.
+/// Largest shard slice of `job`, in bytes. Slices above the [cluster] chunk-bytes travel in chunks.
 std::size_t max_slice_bytes(const job_spec& job);
-constexpr std::size_t recommended_slice_bytes = std::size_t{16} << 20;
+/// Whether the nodes of this job put gateways and proxies between them (needs_chunking()).
+bool uses_chunking(const job_spec& job, const cluster_options& opts);
 
 }  // namespace actrain

@@ -17,7 +17,7 @@
 namespace actrain {
 
 /// Bumped whenever a message layout changes; checked when a node registers.
-constexpr std::uint32_t protocol_version = 1;
+constexpr std::uint32_t protocol_version = 2;  // 2: transfer ids, tensor_chunk
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -34,6 +34,8 @@ using restore_atom = caf::atom_constant<caf::atom("restore")>;
 using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
 /// Coordinator -> shard or barrier: a worker finished or was lost; a barrier stops waiting for it.
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
+/// Proxy <-> gateway: one chunk of a large tensor (actors/chunking.hpp).
+using chunk_atom = caf::atom_constant<caf::atom("chunk")>;
 
 // -- message payloads ---------------------------------------------------------------------------
 
@@ -48,6 +50,9 @@ struct weights {
   std::int32_t shard = 0;
   std::int64_t version = 0;
   tensor values;
+  /// Between a gateway and a proxy only: non-zero means `values` is empty and travelled before
+  /// as the chunks of this transfer (actors/chunking.hpp). Shards and workers never see it set.
+  std::uint64_t transfer = 0;
 };
 
 /// A gradient slice for one shard, computed by `worker` at its step `step` from weights of
@@ -59,6 +64,7 @@ struct gradient {
   std::int64_t base_version = 0;
   std::int32_t rows = 0;
   tensor values;
+  std::uint64_t transfer = 0;  ///< as in weights: values sent before as chunks (proxy -> gateway)
 };
 
 /// What a shard says after applying (or dropping) a push.
@@ -106,6 +112,18 @@ struct shard_checkpoint {
   std::vector<std::vector<float>> opt_slots;
 };
 
+/// One piece of a large tensor crossing nodes: elements [offset, offset + part.size()) of a
+/// tensor of shape `shape`, piece `index` of `count` of transfer `transfer` (numbered by the
+/// sender). The receiver reassembles the whole before anything else sees it.
+struct tensor_chunk {
+  std::uint64_t transfer = 0;
+  std::int32_t index = 0;
+  std::int32_t count = 0;
+  std::int64_t offset = 0;
+  shape_t shape;
+  tensor part;
+};
+
 /// The contiguous range of the flat parameter vector that shard `index` owns.
 struct shard_range_t {
   std::int64_t begin = 0;
@@ -123,11 +141,17 @@ typename Inspector::result_type inspect(Inspector& f, pull_request& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, weights& x) {
-  return f(caf::meta::type_name("weights"), x.shard, x.version, x.values);
+  return f(caf::meta::type_name("weights"), x.shard, x.version, x.values, x.transfer);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gradient& x) {
-  return f(caf::meta::type_name("gradient"), x.worker, x.step, x.base_version, x.rows, x.values);
+  return f(caf::meta::type_name("gradient"), x.worker, x.step, x.base_version, x.rows, x.values,
+           x.transfer);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tensor_chunk& x) {
+  return f(caf::meta::type_name("tensor_chunk"), x.transfer, x.index, x.count, x.offset, x.shape,
+           x.part);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
@@ -165,6 +189,11 @@ using shard_actor =
                      caf::replies_to<checkpoint_atom>::with<shard_checkpoint>,
                      caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>,
                      caf::reacts_to<leave_atom, std::int32_t>>;
+
+/// A shard interface that also takes chunks: shard_gateway (in front of a shard or barrier, on
+/// its node) and shard_proxy (standing in for a remote one). Converts to shard_actor.
+using chunked_shard_actor =
+    shard_actor::extend<caf::replies_to<chunk_atom, tensor_chunk>::with<std::int32_t>>;
 
 /// What a worker is given: its shards, the rows of the training set it owns, how long to run.
 struct worker_assignment {
@@ -207,4 +236,6 @@ CAF_ADD_TYPE_ID(actrain, (actrain::shard_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::worker_assignment))
 CAF_ADD_TYPE_ID(actrain, (actrain::worker_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::coordinator_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::tensor_chunk))
+CAF_ADD_TYPE_ID(actrain, (actrain::chunked_shard_actor))
 CAF_END_TYPE_ID_BLOCK(actrain)

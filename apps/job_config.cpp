@@ -75,7 +75,9 @@ app_config::app_config() {
       .add<int64_t>("heartbeat", "milliseconds between heartbeats on every connection")
       .add<int64_t>("connection-timeout", "milliseconds of silence before a peer is down")
       .add<int64_t>("join-timeout", "milliseconds to connect and to wait for all nodes")
-      .add<double>("worker-delay", "worker node: extra seconds per step (fault injection)");
+      .add<double>("worker-delay", "worker node: extra seconds per step (fault injection)")
+      .add<int64_t>("chunk-bytes", "slices above this many bytes cross nodes in chunks (0 = off)")
+      .add<int64_t>("chunk-window", "chunks in flight per transfer");
 }
 
 namespace {

@@ -45,6 +45,13 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
   o.connection_timeout = ms("cluster.connection-timeout", o.connection_timeout);
   o.join_timeout = ms("cluster.join-timeout", o.join_timeout);
   o.worker_delay_s = get_or(c, "cluster.worker-delay", o.worker_delay_s);
+  auto chunk = get_or(c, "cluster.chunk-bytes", static_cast<std::int64_t>(o.chunking.chunk_bytes));
+  if (chunk < 0)
+    throw std::invalid_argument("cluster.chunk-bytes must be >= 0, got " + std::to_string(chunk));
+  o.chunking.chunk_bytes = static_cast<std::size_t>(chunk);
+  o.chunking.window = static_cast<int>(
+      get_or(c, "cluster.chunk-window", static_cast<std::int64_t>(o.chunking.window)));
+  validate(o.chunking);
   if (o.connection_timeout <= o.heartbeat)
     throw std::invalid_argument("cluster.connection-timeout must exceed cluster.heartbeat");
   return o;
