@@ -17,6 +17,10 @@ namespace actrain {
 engine_result run_job(caf::actor_system& sys, const job_spec& job,
                       std::shared_ptr<const job_data> data, engine_hooks hooks = {});
 
+/// Whether run_job spawns the job's workers on CAF's scheduler (true) or detached, one thread
+/// each (false): detached when a step may block a thread (a device, simulated compute,
+/// stragglers) or when several workers compete for the cores.
+bool workers_on_scheduler(const job_spec& job);
 /// The shard configs of a job: initial values from the model's seeded init, split by range.
 std::vector<shard_config> make_shard_configs(const job_spec& job);
 /// The parameter ranges of the job's shards.

@@ -14,6 +14,10 @@ using self_ptr = worker_actor::stateful_pointer<worker_state>;
 
 void try_compute(self_ptr self);
 
+/// Sent to the worker itself every cfg.timeout. It is not part of worker_actor's interface (a
+/// private matter), so it arrives through the default handler.
+using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;
+
 void report(self_ptr self, bool finished) {
   auto& st = self->state;
   st.pending.worker = st.cfg.id;
@@ -26,6 +30,7 @@ void report(self_ptr self, bool finished) {
 /// One shard's weights for `step` arrived (from a pull or a push_pull).
 void on_slice(self_ptr self, std::size_t s, std::int64_t step, weights& w) {
   auto& st = self->state;
+  st.answers += 1;
   if (st.stopped || step != st.fetch_step) return;
   auto expect = static_cast<std::size_t>(st.ranges[s].end - st.ranges[s].begin);
   if (w.values.size() != expect || !w.values.all_finite()) {
@@ -53,7 +58,7 @@ void fetch(self_ptr self, std::int64_t step) {
   auto& st = self->state;
   expect_slices(st, step);
   for (std::size_t s = 0; s < st.shards.size(); ++s) {
-    self->request(st.shards[s], st.cfg.timeout, pull_atom::value, pull_request{st.cfg.id, step})
+    self->request(st.shards[s], caf::infinite, pull_atom::value, pull_request{st.cfg.id, step})
         .then([self, s, step](weights& w) { on_slice(self, s, step, w); },
               [self](caf::error& err) { self->quit(err); });
   }
@@ -61,6 +66,7 @@ void fetch(self_ptr self, std::int64_t step) {
 
 void on_ack(self_ptr self, std::size_t s, const push_ack& ack) {
   auto& st = self->state;
+  st.answers += 1;
   st.in_flight[s] -= 1;
   st.pending.max_staleness = std::max(st.pending.max_staleness, ack.staleness);
   try_compute(self);
@@ -153,7 +159,7 @@ void compute_and_push(self_ptr self) {
     st.max_in_flight_seen = std::max(st.max_in_flight_seen, st.in_flight[s]);
     if (st.cfg.push_pull) {
       // One request per shard and step: the answer is both the ack and the next step's weights.
-      self->request(st.shards[s], st.cfg.timeout, push_pull_atom::value, std::move(g))
+      self->request(st.shards[s], caf::infinite, push_pull_atom::value, std::move(g))
           .then(
               [self, s, next = st.step](weights& w) {
                 self->state.in_flight[s] -= 1;
@@ -162,7 +168,7 @@ void compute_and_push(self_ptr self) {
               [self](caf::error& err) { self->quit(err); });
       continue;
     }
-    self->request(st.shards[s], st.cfg.timeout, push_atom::value, std::move(g))
+    self->request(st.shards[s], caf::infinite, push_atom::value, std::move(g))
         .then([self, s](push_ack& ack) { on_ack(self, s, ack); },
               [self](caf::error& err) { self->quit(err); });
   }
@@ -203,6 +209,27 @@ void add_work(self_ptr self, const worker_assignment& a) {
   }
 }
 
+/// Fails the worker when it waits for shards and none answered since the previous tick.
+void arm_watchdog(self_ptr self) {
+  caf::delayed_anon_send(caf::actor_cast<caf::actor>(self), self->state.cfg.timeout,
+                         watchdog_atom::value);
+}
+
+void on_watchdog(self_ptr self) {
+  auto& st = self->state;
+  if (st.stopped) return;
+  bool waiting = (st.fetch_step >= 0 && !st.ready) ||
+                 std::any_of(st.in_flight.begin(), st.in_flight.end(), [](int n) { return n > 0; });
+  if (waiting && st.answers == st.answers_at_tick) {
+    self->quit(make_error(caf::sec::request_timeout,
+                          "worker " + std::to_string(st.cfg.id) + ": no shard answered for " +
+                              std::to_string(st.cfg.timeout.count()) + " ms"));
+    return;
+  }
+  st.answers_at_tick = st.answers;
+  arm_watchdog(self);
+}
+
 }  // namespace
 
 worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self,
@@ -210,6 +237,14 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.rng.seed(st.cfg.seed * 7919 + static_cast<std::uint64_t>(st.cfg.id));
+  self->set_default_handler(
+      [self](caf::scheduled_actor* ptr, caf::message_view& x) -> caf::result<caf::message> {
+    if (x.content().match_elements<watchdog_atom>()) {
+      on_watchdog(self);
+      return caf::message{};
+    }
+    return caf::print_and_drop(ptr, x);
+  });
   return {
       [self](assign_atom, const worker_assignment& a) {
         auto& st = self->state;
@@ -235,6 +270,7 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
           st.slice_versions.assign(st.shards.size(), 0);
           st.base_versions.assign(st.shards.size(), 0);
           st.in_flight.assign(st.shards.size(), 0);
+          arm_watchdog(self);
         }
         add_work(self, a);
         if (st.fetch_step < st.step)

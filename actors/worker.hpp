@@ -30,7 +30,9 @@ struct worker_config {
   /// way per shard and step, no prefetch). For sync, where t+1's weights cannot come earlier.
   bool push_pull = false;
   int report_every = 10;                     ///< steps between progress reports
-  std::chrono::milliseconds timeout{60000};  ///< every request's deadline
+  /// Deadline for a shard's answer: the worker fails when requests are outstanding and none has
+  /// been answered for this long (checked by a watchdog every `timeout`, so within 2x of it).
+  std::chrono::milliseconds timeout{60000};
   double delay_s = 0;                        ///< straggler: extra seconds per step (fixed)
   double delay_jitter_s = 0;       ///< straggler: plus uniform [0, jitter) seconds per step
   double simulated_compute_s = 0;  ///< > 0: replace forward/backward by this much busy time
@@ -66,6 +68,8 @@ struct worker_state {
   bool ready = false;                       ///< all slices of fetch_step are in
   std::vector<int> in_flight;               ///< pushes outstanding per shard
   int max_in_flight_seen = 0;               ///< for tests of back-pressure
+  std::int64_t answers = 0;                 ///< shard replies received (watchdog)
+  std::int64_t answers_at_tick = -1;        ///< `answers` at the previous watchdog tick
   bool stopped = false;
   bool finished_reported = false;
   std::mt19937_64 rng;
@@ -73,7 +77,11 @@ struct worker_state {
 };
 
 /// A worker: pull all shards -> forward/backward on a mini-batch -> push one slice per shard.
-/// Spawn it detached (it computes inside its handlers).
+/// It computes inside its handlers: spawn it detached when a step may block (a device, sleeps of
+/// simulated compute or stragglers) or when several workers share few cores; on the scheduler,
+/// one worker and its shards pass messages on one thread without waking another (engine.cpp).
+/// Requests carry no per-request timeout (each one would cost two events on CAF's clock thread
+/// per step); a watchdog fails the worker when shards stop answering (worker_config::timeout).
 worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self,
                                    worker_config cfg);
 
