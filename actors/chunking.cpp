@@ -57,7 +57,7 @@ caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
       order_.pop_front();
     }
     partial p;
-    p.values.resize(static_cast<std::size_t>(total));
+    p.values = recycled_.take(static_cast<std::size_t>(total));
     p.shape = c.shape;
     p.count = c.count;
     p.seen.assign(static_cast<std::size_t>(c.count), false);
@@ -94,6 +94,7 @@ caf::expected<tensor> reassembly::take(const caf::actor_addr& from, std::uint64_
   tensor out(std::move(p.values), std::move(p.shape));
   open_.erase(it);
   order_.erase(std::find(order_.begin(), order_.end(), k));
+  recycled_.keep(out);
   return out;
 }
 
@@ -238,8 +239,9 @@ chunked_shard_actor::behavior_type shard_gateway(
         return c.index;
       },
       [self](pull_atom, const pull_request& r) -> caf::result<weights> {
-        auto rp = self->make_response_promise();
+        // Before make_response_promise(): it moves the sender out of the current message.
         auto requester = caf::actor_cast<chunked_shard_actor>(self->current_sender());
+        auto rp = self->make_response_promise();
         self->request(self->state.target, self->state.opts.timeout, pull_atom::value, r)
             .then([self, rp, requester](
                       weights& w) mutable { reply_weights(self, rp, requester, std::move(w)); },
@@ -252,8 +254,8 @@ chunked_shard_actor::behavior_type shard_gateway(
       },
       [self, resolve](push_pull_atom, gradient& g) -> caf::result<weights> {
         if (auto err = resolve(g)) return err;
-        auto rp = self->make_response_promise();
         auto requester = caf::actor_cast<chunked_shard_actor>(self->current_sender());
+        auto rp = self->make_response_promise();
         self->request(self->state.target, self->state.opts.timeout, push_pull_atom::value,
                       std::move(g))
             .then([self, rp, requester](

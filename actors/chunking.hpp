@@ -72,6 +72,9 @@ class reassembly {
   std::map<key, partial> open_;
   std::deque<key> order_;  ///< arrival order of open_'s keys, for dropping the oldest
   std::int64_t chunks_ = 0;
+  /// Whole tensors handed out, their buffers reused once their users let go: a fresh 64 MiB
+  /// buffer per transfer costs ~16k page faults, as much as moving the bytes (bench wire).
+  tensor_pool recycled_{4};
 };
 
 struct gateway_state {

@@ -18,6 +18,18 @@ namespace actrain {
 /// bigger tensors must be sent in chunks (actors/chunking.hpp).
 constexpr std::size_t max_wire_floats = (std::size_t{1} << 28) - 1;  // < 1 GiB of float32
 
+/// Buffers for tensors the calling thread (a middleman's multiplexer) deserializes, reused once
+/// every receiver has let go: chunks arrive at the same few sizes, and a fresh multi-MiB vector
+/// each time costs page faults and a zero fill that showed at the top of `perf` in bench wire.
+/// Only tensors of 1-16 MiB are pooled, at most 8 per thread (<= 128 MiB kept).
+inline tensor_pool& wire_buffers() {
+  thread_local tensor_pool pool(8);
+  return pool;
+}
+inline bool wire_pooled(std::size_t floats) {
+  return floats >= (std::size_t{1} << 18) && floats <= (std::size_t{1} << 22);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor& x) {
   using result = typename Inspector::result_type;
@@ -51,12 +63,14 @@ typename Inspector::result_type inspect(Inspector& f, tensor& x) {
     }
     if (n > max_wire_floats || static_cast<std::int64_t>(n) != shape_numel(shape))
       return caf::make_error(caf::sec::invalid_argument, "tensor: length does not match shape");
-    std::vector<float> v(n);
+    bool pooled = wire_pooled(n);
+    std::vector<float> v = pooled ? wire_buffers().take(n) : std::vector<float>(n);
     if (n > 0) {
       if (auto err = f.apply_raw(n * sizeof(float), v.data())) return err;
     }
     if (auto err = f.end_sequence()) return err;
     x = tensor(std::move(v), std::move(shape));
+    if (pooled) wire_buffers().keep(x);
     return caf::none;
   }
 }

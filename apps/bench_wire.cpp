@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <map>
+#include <tuple>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -15,6 +17,7 @@
 
 #include <boost/asio.hpp>
 
+#include "actors/chunking.hpp"
 #include "actors/cluster.hpp"
 #include "apps/doc_section.hpp"
 
@@ -63,9 +66,42 @@ void serve_raw(tcp::socket sock) {
   }
 }
 
+/// A shard that only moves bytes: acks pushes, answers pulls and push_pulls with `n` floats.
+/// Behind a gateway it measures the transparent path (proxy -> chunks -> gateway) and nothing
+/// else, like the raw TCP peer, which applies nothing either.
+shard_actor::behavior_type sink_shard(std::int64_t n) {
+  weights w;
+  w.values = tensor(std::vector<float>(static_cast<std::size_t>(n), 0.5f));
+  return {
+      [w](pull_atom, const pull_request&) { return w; },
+      [](push_atom, const gradient& g) { return push_ack{g.base_version + 1, 0, true}; },
+      [w](push_pull_atom, const gradient&) { return w; },
+      [](stats_atom) { return shard_stats{}; },
+      [](checkpoint_atom) { return shard_checkpoint{}; },
+      [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
+      [](leave_atom, std::int32_t) {},
+  };
+}
+
 caf::behavior wire_server(caf::event_based_actor* self) {
   auto cache = std::make_shared<tensor>();
+  // One sink shard and gateway per size, spawned on first request, linked to this server.
+  using key = std::tuple<std::int64_t, std::int64_t, std::int32_t>;
+  auto gateways = std::make_shared<std::map<key, chunked_shard_actor>>();
   return {
+      // A gateway for `floats` values that chunks its replies by `chunk_bytes` x `window`.
+      [self, gateways](caf::get_atom, std::int64_t floats, std::int64_t chunk_bytes,
+                       std::int32_t window) {
+        auto& g = (*gateways)[key{floats, chunk_bytes, window}];
+        if (!g) {
+          chunk_options o;
+          o.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
+          o.window = window;
+          auto sink = self->spawn<caf::linked>(sink_shard, floats);
+          g = self->spawn<caf::linked>(shard_gateway, shard_actor{sink}, floats, o);
+        }
+        return g;
+      },
       [](push_atom, const tensor& t) { return static_cast<std::int64_t>(t.size()); },
       [cache](pull_atom, std::int64_t n) {
         if (static_cast<std::int64_t>(cache->size()) != n)
@@ -74,7 +110,7 @@ caf::behavior wire_server(caf::event_based_actor* self) {
       },
       [](push_pull_atom, const tensor& t) { return t; },
       [](tick_atom) { return std::int32_t{1}; },
-      [self](stop_atom) { self->quit(); },
+      [self](stop_atom) { self->quit(caf::exit_reason::user_shutdown); }  // takes the linked sinks along,
   };
 }
 
@@ -105,7 +141,7 @@ int run_server(int out_fd) {
 struct row {
   std::string op;
   std::size_t mb;
-  double raw_gbs, caf_gbs;
+  double raw_gbs, caf_gbs, chunked_gbs;
 };
 
 }  // namespace
@@ -133,7 +169,13 @@ int bench_wire(const std::vector<std::string>& args) {
   ::close(fds[0]);
   std::vector<std::size_t> sizes_mb{1, 16, 64};
   std::vector<row> rows;
-  double raw_rtt = 0, caf_rtt = 0, chunked_gbs = 0;
+  double raw_rtt = 0, caf_rtt = 0;
+  struct sweep_point {
+    std::size_t mib;
+    int window;
+    double gbs;
+  };
+  std::vector<sweep_point> sweep;
   {
     asio::io_context io;
     tcp::socket sock(io);
@@ -155,7 +197,7 @@ int bench_wire(const std::vector<std::string>& args) {
         std::vector<double> t;
         raw(op, n);  // warm-up
         for (int r = 0; r < reps; ++r) t.push_back(time_s([&] { raw(op, n); }));
-        rows.push_back({name, mb, (op == 'X' ? 2.0 : 1.0) * n / median(t) / 1e9, 0});
+        rows.push_back({name, mb, (op == 'X' ? 2.0 : 1.0) * n / median(t) / 1e9, 0, 0});
       }
     }
     std::vector<double> t;
@@ -204,30 +246,60 @@ int bench_wire(const std::vector<std::string>& args) {
         rows[i].caf_gbs = (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / median(ts) / 1e9;
       }
     }
-    // 64 MB as 16 chunks of 4 MiB, 2 requests in flight (the chunking CAF-NOTES.md suggests).
-    std::vector<tensor> chunks(16, tensor(std::vector<float>((4u << 20) / sizeof(float), 0.25f)));
-    std::vector<double> ts;
-    for (int r = 0; r <= reps; ++r) {
-      auto s = time_s([&] {
-        std::deque<decltype(self->request(*srv, std::chrono::seconds(30), push_atom::value,
-                                          chunks[0]))>
-            inflight;
-        for (auto& c : chunks) {
-          inflight.push_back(self->request(*srv, std::chrono::seconds(30), push_atom::value, c));
-          if (inflight.size() == 2) {
-            inflight.front().receive([](std::int64_t) {}, [](caf::error&) {});
-            inflight.pop_front();
-          }
-        }
-        while (!inflight.empty()) {
-          inflight.front().receive([](std::int64_t) {}, [](caf::error&) {});
-          inflight.pop_front();
-        }
-      });
-      if (r > 0) ts.push_back(s);
+    // The path training takes: a proxy here, chunks over BASP, a gateway in front of the shard
+    // there (actors/chunking.hpp), with the cluster defaults.
+    auto gateway_for = [&](std::int64_t floats, const chunk_options& o) {
+      chunked_shard_actor g;
+      self->request(*srv, std::chrono::seconds(30), caf::get_atom::value, floats,
+                    static_cast<std::int64_t>(o.chunk_bytes), static_cast<std::int32_t>(o.window))
+          .receive([&](chunked_shard_actor& x) { g = std::move(x); }, fail);
+      return g;
+    };
+    auto time_ops = [&](const shard_actor& to, const tensor& t, int k) {
+      gradient g{0, 0, 0, 64, t};
+      auto once = [&] {
+        if (k == 0)
+          self->request(to, std::chrono::seconds(30), push_atom::value, g)
+              .receive([](push_ack&) {}, fail);
+        else if (k == 1)
+          self->request(to, std::chrono::seconds(30), pull_atom::value, pull_request{0, 0})
+              .receive([](weights&) {}, fail);
+        else
+          self->request(to, std::chrono::seconds(30), push_pull_atom::value, g)
+              .receive([](weights&) {}, fail);
+      };
+      once();
+      std::vector<double> ts;
+      for (int r = 0; r < reps; ++r) ts.push_back(time_s(once));
+      return median(ts);
+    };
+    std::vector<caf::actor> proxies;
+    i = 0;
+    for (auto mb : sizes_mb) {
+      auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
+      tensor t(std::vector<float>(static_cast<std::size_t>(floats), 0.25f));
+      shard_actor proxy = sys.spawn(shard_proxy, gateway_for(floats, chunk_options{}), floats,
+                                    chunk_options{}, caf::actor{});
+      proxies.push_back(caf::actor_cast<caf::actor>(proxy));
+      for (int k = 0; k < 3; ++k, ++i)
+        rows[i].chunked_gbs =
+            (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / time_ops(proxy, t, k) / 1e9;
     }
-    chunked_gbs = static_cast<double>(64u << 20) / median(ts) / 1e9;
-    ts.clear();
+    // Chunk size and window (on both sides) for 64 MB push_pulls: chunks each way.
+    auto floats64 = static_cast<std::int64_t>((64u << 20) / sizeof(float));
+    tensor t64(std::vector<float>(static_cast<std::size_t>(floats64), 0.25f));
+    for (auto [mib, window] : {std::pair<std::size_t, int>{1, 2}, {1, 4}, {2, 2}, {2, 4}, {4, 2},
+                               {4, 4}, {8, 2}}) {
+      chunk_options o;
+      o.chunk_bytes = mib << 20;
+      o.window = window;
+      shard_actor proxy = sys.spawn(shard_proxy, gateway_for(floats64, o), floats64, o, caf::actor{});
+      proxies.push_back(caf::actor_cast<caf::actor>(proxy));
+      sweep.push_back(
+          {mib, window, 2.0 * static_cast<double>(64u << 20) / time_ops(proxy, t64, 2) / 1e9});
+    }
+    for (auto& p : proxies) self->send_exit(p, caf::exit_reason::user_shutdown);
+    std::vector<double> ts;
     for (int r = 0; r < 2000; ++r) ts.push_back(time_s([&] { call(got_tick, tick_atom::value); }));
     caf_rtt = median(ts);
     self->send(*srv, stop_atom::value);
@@ -237,16 +309,22 @@ int bench_wire(const std::vector<std::string>& args) {
   std::ostringstream md;
   md << std::fixed << std::setprecision(2);
   md << "`actrain bench wire` (two processes on 127.0.0.1, medians of " << reps
-     << " runs; raw TCP = Boost.Asio sockets in the same two processes, same pattern; CAF = "
-        "BASP with the cluster defaults: middleman.workers=0, moderate-poll-attempts=0)\n\n"
-     << "| op | size | raw TCP GB/s | CAF GB/s | ratio |\n| --- | --- | --- | --- | --- |\n";
+     << " runs). Raw TCP: Boost.Asio sockets in the same two processes, same sizes and pattern. "
+        "CAF one message: the tensor as a single BASP message to a plain actor. actrain: the path "
+        "training takes across nodes, a shard_proxy here and a shard_gateway in front of a shard "
+        "there (actors/chunking.hpp) with the cluster defaults (slices above 4 MiB as 4 MiB "
+        "chunks, 2 in flight; middleman.workers=0, moderate-poll-attempts=0); the shard there "
+        "only moves bytes, as the raw TCP peer does.\n\n"
+     << "| op | size | raw TCP GB/s | CAF one message GB/s | actrain GB/s | actrain / raw TCP |\n"
+     << "| --- | --- | --- | --- | --- | --- |\n";
   for (auto& r : rows)
     md << "| " << r.op << " | " << r.mb << " MB | " << r.raw_gbs << " | " << r.caf_gbs << " | "
-       << r.caf_gbs / r.raw_gbs << " |\n";
-  md << "\n64 MB push as 16 chunks of 4 MiB, 2 in flight: " << chunked_gbs << " GB/s (vs "
-     << rows[6].caf_gbs << " GB/s as one message).\n"
-     << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6 << " us, CAF "
-     << caf_rtt * 1e6 << " us.\n";
+       << r.chunked_gbs << " | " << r.chunked_gbs / r.raw_gbs << " |\n";
+  md << "\n64 MB push_pull through proxy and gateway, by chunk size x window (GB/s): ";
+  for (std::size_t k = 0; k < sweep.size(); ++k)
+    md << (k ? ", " : "") << sweep[k].mib << " MiB x " << sweep[k].window << ": " << sweep[k].gbs;
+  md << ".\n" << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6
+     << " us, CAF " << caf_rtt * 1e6 << " us.\n";
   std::cout << md.str();
   update_doc_section(benchmarks_doc_path(), "wire", md.str());
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;

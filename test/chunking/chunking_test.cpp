@@ -317,6 +317,75 @@ TEST(chunked_wire_test, proxy_and_gateway_move_slices_bit_for_bit_like_a_local_s
   ps.middleman().unpublish(gw, *port);
 }
 
+/// Pulls from `upstream` as a proxy would and answers with what came back as it came: the
+/// weights' envelope; the chunks it received are in `log`.
+chunked_shard_actor::behavior_type chunk_recorder(chunked_shard_actor::pointer self,
+                                                  chunked_shard_actor upstream,
+                                                  std::shared_ptr<spy_log> log) {
+  return {
+      [log](chunk_atom, const tensor_chunk& c) {
+        log->chunks.push_back(c);
+        return c.index;
+      },
+      [self, upstream](pull_atom, const pull_request& r) -> caf::result<weights> {
+        auto rp = self->make_response_promise();
+        self->request(upstream, 10s, pull_atom::value, r)
+            .then([rp](weights& w) mutable { rp.deliver(std::move(w)); },
+                  [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return rp;
+      },
+      [](push_atom, const gradient&) { return push_ack{}; },
+      [](push_pull_atom, const gradient&) { return weights{}; },
+      [](stats_atom) { return shard_stats{}; },
+      [](checkpoint_atom) { return shard_checkpoint{}; },
+      [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
+      [](leave_atom, std::int32_t) {},
+  };
+}
+
+// The gateway answers a remote requester's pull in chunks (then an envelope naming them), and a
+// requester on its own node in one message.
+TEST(chunked_wire_test, a_gateway_sends_large_replies_to_remote_requesters_in_chunks) {
+  constexpr std::size_t n = 3000;  // 12000 bytes: 3 chunks of 4096 bytes, the last 904 values
+  chunk_options o;
+  o.chunk_bytes = 4096;
+  node_cfg cfg_ps, cfg_w;
+  caf::actor_system ps{cfg_ps}, wn{cfg_w};
+  auto sh = ps.spawn(shard, sgd_shard(n));
+  auto gw = ps.spawn(shard_gateway, sh, static_cast<std::int64_t>(n), o);
+  auto port = ps.middleman().publish(gw, 0, "127.0.0.1", true);
+  ASSERT_TRUE(port);
+  auto remote = wn.middleman().remote_actor<chunked_shard_actor>("127.0.0.1", *port);
+  ASSERT_TRUE(remote);
+  auto log = std::make_shared<spy_log>();
+  auto recorder = wn.spawn(chunk_recorder, *remote, log);
+  caf::scoped_actor self{wn};
+  weights envelope;
+  self->request(recorder, 10s, pull_atom::value, pull_request{0, 0})
+      .receive([&](weights& w) { envelope = std::move(w); },
+               [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
+  EXPECT_NE(envelope.transfer, 0u);
+  EXPECT_EQ(envelope.values.size(), 0u);
+  ASSERT_EQ(log->chunks.size(), 3u);
+  std::vector<float> back(n);
+  for (auto& c : log->chunks) {
+    EXPECT_EQ(c.transfer, envelope.transfer);
+    EXPECT_LE(c.part.size() * sizeof(float), o.chunk_bytes);
+    std::copy(c.part.data(), c.part.data() + c.part.size(), back.begin() + c.offset);
+  }
+  EXPECT_TRUE(same(tensor(back), ramp(n, -0.75f, 0.001f)));
+  // On the gateway's own node the same pull comes back whole.
+  caf::scoped_actor local{ps};
+  weights whole;
+  local->request(gw, 10s, pull_atom::value, pull_request{0, 0})
+      .receive([&](weights& w) { whole = std::move(w); }, [](caf::error&) {});
+  EXPECT_EQ(whole.transfer, 0u);
+  EXPECT_TRUE(same(whole.values, ramp(n, -0.75f, 0.001f)));
+  self->send_exit(recorder, caf::exit_reason::user_shutdown);
+  self->send_exit(gw, caf::exit_reason::user_shutdown);
+  ps.middleman().unpublish(gw, *port);
+}
+
 // A misbehaving peer sends a chunk that does not fit the shard: refused across the wire with the
 // reason, and the shard's weights are untouched.
 TEST(chunked_wire_test, a_bad_chunk_from_a_remote_peer_is_refused_with_its_reason) {
@@ -342,11 +411,15 @@ TEST(chunked_wire_test, a_bad_chunk_from_a_remote_peer_is_refused_with_its_reaso
   self->request(*remote, 10s, push_atom::value, g)
       .receive([](push_ack&) {}, [&](caf::error& e) { why = describe_error(e); });
   EXPECT_NE(why.find("no chunks received"), std::string::npos) << why;
+  // The shard is untouched (read through a proxy: the 400-byte reply comes in chunks).
+  auto proxy = wn.spawn(shard_proxy, *remote, std::int64_t{100}, o, caf::actor{});
   weights w;
-  self->request(*remote, 10s, pull_atom::value, pull_request{0, 0})
-      .receive([&](weights& x) { w = std::move(x); }, [](caf::error&) {});
+  self->request(proxy, 10s, pull_atom::value, pull_request{0, 0})
+      .receive([&](weights& x) { w = std::move(x); },
+               [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
   EXPECT_EQ(w.version, 0);
   EXPECT_TRUE(same(w.values, ramp(100, -0.75f, 0.001f)));
+  self->send_exit(proxy, caf::exit_reason::user_shutdown);
   self->send_exit(gw, caf::exit_reason::user_shutdown);
   ps.middleman().unpublish(gw, *port);
 }
