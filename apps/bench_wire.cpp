@@ -312,9 +312,11 @@ int bench_wire(const std::vector<std::string>& args) {
      << " runs). Raw TCP: Boost.Asio sockets in the same two processes, same sizes and pattern. "
         "CAF one message: the tensor as a single BASP message to a plain actor. actrain: the path "
         "training takes across nodes, a shard_proxy here and a shard_gateway in front of a shard "
-        "there (actors/chunking.hpp) with the cluster defaults (slices above 4 MiB as 4 MiB "
-        "chunks, 2 in flight; middleman.workers=0, moderate-poll-attempts=0); the shard there "
-        "only moves bytes, as the raw TCP peer does.\n\n"
+        "there (actors/chunking.hpp) with the cluster defaults (slices above "
+     << (chunk_options{}.chunk_bytes >> 20) << " MiB as chunks of that size, "
+     << chunk_options{}.window
+     << " in flight; middleman.workers=0, moderate-poll-attempts=0); the shard there only moves "
+        "bytes, as the raw TCP peer does.\n\n"
      << "| op | size | raw TCP GB/s | CAF one message GB/s | actrain GB/s | actrain / raw TCP |\n"
      << "| --- | --- | --- | --- | --- | --- |\n";
   for (auto& r : rows)
