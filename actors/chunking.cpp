@@ -300,7 +300,8 @@ void finish(proxy_ptr self, std::uint64_t key, T&& x) {
   rp.deliver(std::forward<T>(x));
 }
 
-/// Weights from the gateway: reassembled first when they came in chunks.
+/// Weights from the gateway: reassembled first when they came in chunks, and checked (the
+/// workers this proxy serves trust local handles).
 void finish_weights(proxy_ptr self, std::uint64_t key, weights& w) {
   if (w.transfer != 0) {
     auto t = self->state.incoming.take(caf::actor_cast<caf::actor_addr>(self->state.remote),
@@ -311,6 +312,12 @@ void finish_weights(proxy_ptr self, std::uint64_t key, weights& w) {
     }
     w.values = std::move(*t);
     w.transfer = 0;
+  }
+  if (!w.values.all_finite()) {
+    finish(self, key,
+           make_error(errc::non_finite, "weights of shard " + std::to_string(w.shard) +
+                                            " from another node hold NaN or infinity"));
+    return;
   }
   finish(self, key, std::move(w));
 }
