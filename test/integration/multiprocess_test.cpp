@@ -182,6 +182,23 @@ TEST_F(multiprocess_test, six_processes_train_linear_regression_to_the_closed_fo
   EXPECT_GE(mse, best * (1 - 1e-6));
 }
 
+// The same job with every slice (11 values, 44 bytes) crossing the processes in chunks of 16
+// bytes: gateways on the ps nodes, proxies on the worker and coordinator nodes (actors/chunking.hpp).
+TEST_F(multiprocess_test, slices_cut_into_chunks_between_processes_train_to_the_closed_form) {
+  auto coord = start_cluster({"--cluster.chunk-bytes=16"});
+  auto line = wait_for_line(coord, "result: train loss ", 60s);
+  ASSERT_FALSE(line.empty()) << kids[coord].text;
+  EXPECT_NE(kids[coord].text.find("cross nodes in chunks of 16 bytes"), std::string::npos)
+      << kids[coord].text;
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  for (auto& k : kids) {
+    EXPECT_TRUE(WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << k.text;
+  }
+  auto mse = std::stod(line);
+  auto best = closed_form();
+  EXPECT_LT((mse - best) / best, 1e-3) << "cluster " << mse << ", closed form " << best;
+}
+
 TEST_F(multiprocess_test, a_sigkilled_worker_process_does_not_stop_the_job_or_leave_processes) {
   auto coord = start_cluster();
   ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
