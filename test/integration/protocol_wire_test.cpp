@@ -154,6 +154,25 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
   auto range = round_trip<shard_range_t>(shard_range_t{10, 20});
   EXPECT_EQ(range.begin, 10);
   EXPECT_EQ(range.end, 20);
+  // Chunked transfers (actors/chunking.hpp): the transfer ids and a chunk, every field.
+  weights we{1, 5, tensor(), 0xfedcba9876543210ull};
+  EXPECT_EQ(round_trip<weights>(we).transfer, 0xfedcba9876543210ull);
+  gradient ge{0, 1, 1, 8, tensor(), 77};
+  EXPECT_EQ(round_trip<gradient>(ge).transfer, 77u);
+  tensor_chunk ch;
+  ch.transfer = 1ull << 40;
+  ch.index = 3;
+  ch.count = 9;
+  ch.offset = 3 * 1024;
+  ch.shape = {9000};
+  ch.part = sample_tensor(1024, 2.f);
+  auto ch2 = round_trip<tensor_chunk>(ch);
+  EXPECT_EQ(ch2.transfer, ch.transfer);
+  EXPECT_EQ(ch2.index, 3);
+  EXPECT_EQ(ch2.count, 9);
+  EXPECT_EQ(ch2.offset, 3 * 1024);
+  EXPECT_EQ(ch2.shape, (shape_t{9000}));
+  EXPECT_TRUE(same(ch2.part, ch.part));
 }
 
 TEST_F(protocol_wire_test, atoms_and_errors_round_trip) {
@@ -187,6 +206,8 @@ TEST_F(protocol_wire_test, actor_handles_and_assignments_come_back_as_the_same_a
   EXPECT_EQ(round_trip<shard_actor>(s0), s0);
   EXPECT_EQ(round_trip<worker_actor>(w), w);
   EXPECT_EQ(round_trip<coordinator_actor>(co), co);
+  chunked_shard_actor gw = caf::actor_cast<chunked_shard_actor>(s1);
+  EXPECT_EQ(round_trip<chunked_shard_actor>(gw), gw);
   worker_assignment asg;
   asg.worker = 2;
   asg.shards = {s0, s1};
