@@ -46,6 +46,18 @@ std::map<std::string, double> torch_rates(std::string* note) {
   int rc = pclose(p);
   if (out.empty() && note)
     *note = "PyTorch not measured (python3 without torch, rc " + std::to_string(rc) + ")";
+  if (out.empty()) return out;
+  // The 2-trainer RPC parameter server on the MLP (plain SGD), the 2-worker goal's baseline.
+  std::string rpc = std::string(src ? src : ".") + "/bench/torch/torch_rpc_ps.py";
+  FILE* q = popen(("timeout 600 " + py + " " + rpc + " --trainers 2 --epochs 1 2>/dev/null").c_str(),
+                  "r");
+  if (!q) return out;
+  while (fgets(buf, sizeof buf, q)) {
+    auto j = nlohmann::json::parse(buf, nullptr, false);
+    if (j.is_object() && j.contains("job") && j.contains("samples_per_s"))
+      out[j["job"].get<std::string>()] = j["samples_per_s"].get<double>();
+  }
+  pclose(q);
   return out;
 }
 
@@ -147,6 +159,7 @@ int bench_engine(const std::vector<std::string>& args) {
     mlp_sgd.optim = optim_spec{};
     mlp_sgd.optim.kind = "sgd";
     mlp_sgd.optim.lr = 0.1f;
+    double two_sgd = 0;  // the SGD MLP row's 2-worker figure, against the RPC PS
     std::vector<row_t> rows_list = {
         {"adam", "MLP 784-256-10, Adam (the reference config)", "", reference_mlp_job(1), 1},
         {"softmax", "softmax 784-10", "softmax", reference_softmax_job(1), 10},
@@ -167,6 +180,7 @@ int bench_engine(const std::vector<std::string>& args) {
         two.push_back(run_engine(sys, r.job, data, 2, 2).samples_per_s);
       }
       auto mref = median(ref), mone = median(one), mtwo = median(two);
+      if (r.key == "sgd") two_sgd = mtwo;
       std::string t = "-", t1 = "-", t2 = "-";
       if (torch.count(r.torch_key)) {
         auto tr = torch[r.torch_key];
@@ -179,13 +193,18 @@ int bench_engine(const std::vector<std::string>& args) {
            " |\n");
     }
     if (!torch_note.empty()) emit("\n" + torch_note + ".\n");
+    if (torch.count("rpc_ps_mlp") && two_sgd > 0)
+      emit("\nPyTorch's RPC parameter server, 1 PS + 2 async trainers on the MLP with plain SGD "
+           "lr 0.1 (`bench/torch/torch_rpc_ps.py`, 3 processes, 1 thread each, one epoch, "
+           "measured in this run): " +
+           fmt(torch["rpc_ps_mlp"], 0) + " samples/s; the engine's 2 workers + 2 shards on the "
+           "same MLP and optimizer (SGD row): " + fmt(two_sgd, 0) + " samples/s = " +
+           fmt(two_sgd / torch["rpc_ps_mlp"], 2) + "x (goal: 2x).\n");
     emit(
-        "\nPyTorch's script trains the MLP with plain SGD lr 0.1, so it is compared with the "
-        "SGD row. PyTorch's 2-trainer RPC parameter server on that MLP (BENCHMARKS.md, plain "
-        "SGD, not re-run here): 44-46 k samples/s; the goal is 2 workers >= 2x that. Small models "
-        "(softmax, linear) take 10-130 us per step in the reference loop, so one message round "
-        "trip between the worker's and the shard's threads per step weighs on the ratio; the MLP "
-        "(about 1 ms per step) hides it.\n");
+        "\nPyTorch's 1-thread script trains the MLP with plain SGD lr 0.1, so it is compared with "
+        "the SGD row. Small models (softmax, linear) take 10-120 us per step in the "
+        "reference loop, so the messages between the worker and the shard per step weigh on the "
+        "ratio; the MLP (about 1 ms per step) hides them.\n");
   }
   if (full) {
     emit("## MLP 784-256-10 on Fashion-MNIST, async, " + std::to_string(full_epochs) +
