@@ -1,7 +1,9 @@
 #include "actors/cluster.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <stdexcept>
 #include <thread>
 
@@ -111,6 +113,13 @@ bool node_control::killed() const {
   return killed_;
 }
 
+std::string ps_listen_address(const cluster_options& opts) {
+  auto pick = opts.listen_host.empty() ? opts.host : opts.listen_host;
+  bool loopback = pick == "localhost" || pick == "::1" || pick.rfind("127.", 0) == 0;
+  if (!opts.listen_host.empty()) return pick == "0.0.0.0" || pick == "::" ? "" : pick;
+  return loopback ? pick : "";
+}
+
 std::size_t max_slice_bytes(const job_spec& job) {
   std::size_t most = 0;
   for (auto& r : job_ranges(job))
@@ -152,6 +161,9 @@ struct registrar_state {
   int shards_joined = 0;
   int workers_joined = 0;
   std::vector<caf::response_promise> waiting;
+  std::vector<std::string> peers;  ///< per ps index: "port host" ("" until it told us)
+  int peers_known = 0;
+  std::vector<caf::response_promise> waiting_peers;
 
   bool complete() const { return shards_joined == job.shards && workers_joined == job.workers; }
   std::string status() const {
@@ -175,6 +187,24 @@ caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job
   st.members = std::move(members);
   st.members->shards.resize(static_cast<std::size_t>(st.job.shards));
   st.members->workers.resize(static_cast<std::size_t>(st.job.workers));
+  st.peers.resize(static_cast<std::size_t>(st.opts.ps_nodes));
+  auto add_peer = [self](std::int32_t index, const std::string& host, std::uint16_t port) {
+    auto& st = self->state;
+    auto& slot = st.peers[static_cast<std::size_t>(index)];
+    if (!slot.empty()) return;
+    if (port != 0 && host.empty()) {
+      st.event("ps " + std::to_string(index) +
+               " listens, but its address is unknown: workers reach it through this node");
+      port = 0;
+    }
+    slot = std::to_string(port) + " " + host;
+    if (port != 0)
+      st.event("ps " + std::to_string(index) + " takes worker connections at " + host + ":" +
+               std::to_string(port));
+    if (++st.peers_known < st.opts.ps_nodes) return;
+    for (auto& p : st.waiting_peers) p.deliver(st.peers);
+    st.waiting_peers.clear();
+  };
   auto joined = [self] {
     auto& st = self->state;
     if (!st.complete()) return;
@@ -228,6 +258,28 @@ caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job
         st.workers_joined += 1;
         joined();
       },
+      // A ps node's peer endpoint. Without a host, the address this node sees the ps node's
+      // connection come from (its own middleman knows it) is what workers dial.
+      [self, add_peer](peer_atom, std::int32_t index, const std::string& host,
+                       std::uint16_t port) {
+        auto& st = self->state;
+        if (index < 0 || index >= st.opts.ps_nodes) return;
+        auto sender = self->current_sender();
+        if (port == 0 || !host.empty() || !sender) return add_peer(index, host, port);
+        self->request(self->home_system().middleman().actor_handle(), std::chrono::seconds(5),
+                      caf::get_atom::value, sender->node())
+            .then(
+                [=](const caf::node_id&, const std::string& seen, std::uint16_t) {
+                  add_peer(index, seen, port);
+                },
+                [=](caf::error&) { add_peer(index, "", port); });
+      },
+      [self](peers_atom) -> caf::result<std::vector<std::string>> {
+        auto& st = self->state;
+        if (st.peers_known == st.opts.ps_nodes) return st.peers;
+        st.waiting_peers.push_back(self->make_response_promise());
+        return st.waiting_peers.back();
+      },
       [self](members_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.complete()) return true;
@@ -242,9 +294,11 @@ caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job
           if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
         for (auto& w : st.members->workers)
           if (w) self->send(w, stop_atom::value);
-        for (auto& p : st.waiting)
-          p.deliver(make_error(errc::stopped, "the coordinator node stopped: " + st.status()));
-        st.waiting.clear();
+        for (auto* list : {&st.waiting, &st.waiting_peers}) {
+          for (auto& p : *list)
+            p.deliver(make_error(errc::stopped, "the coordinator node stopped: " + st.status()));
+          list->clear();
+        }
         auto s = st.status();
         self->quit();
         return s;
@@ -426,6 +480,29 @@ caf::expected<registration> register_node(caf::actor_system& sys, caf::scoped_ac
   return out;
 }
 
+/// Opens a BASP connection to every ps node that listens, before the worker joins: messages to a
+/// node go over a direct connection once one exists (CAF's routing table prefers it), so the
+/// shard handles the coordinator hands out later reach the shards without crossing it. A ps
+/// node that cannot be reached stays reachable through the coordinator.
+void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const caf::actor& reg,
+                   const cluster_options& opts) {
+  std::vector<std::string> peers;
+  self->request(reg, opts.join_timeout, peers_atom::value)
+      .receive([&](std::vector<std::string>& p) { peers = std::move(p); }, [&](caf::error&) {});
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    auto space = peers[i].find(' ');
+    if (space == std::string::npos) continue;
+    auto port = std::strtol(peers[i].c_str(), nullptr, 10);
+    auto host = peers[i].substr(space + 1);
+    if (port <= 0 || port > 65535 || host.empty()) continue;
+    auto nid = sys.middleman().connect(host, static_cast<std::uint16_t>(port));
+    if (!nid)
+      std::cerr << "actrain: cannot connect to ps node " << i << " at " << host << ":" << port
+                << " (" << sys.render(nid.error())
+                << "); its shards are reached through the coordinator node\n";
+  }
+}
+
 /// Waits until every actor of `mine` is down; if the coordinator goes first, kills them.
 void wait_node(caf::scoped_actor& self, const caf::actor& reg, std::vector<caf::actor> mine,
                node_outcome& out) {
@@ -464,6 +541,22 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
   out.index = r->index;
   validate(opts.chunking);
   bool chunked = uses_chunking(job, opts);
+  // The peer port opens before the shards join: a worker dials it before its first step.
+  std::uint16_t peer_port = 0;
+  std::string advertised;
+  if (opts.direct_connections) {
+    auto bind = ps_listen_address(opts);
+    auto p = sys.middleman().open(opts.listen_port, bind.empty() ? nullptr : bind.c_str(), true);
+    if (!p) {
+      out.message = "cannot listen for workers on " + (bind.empty() ? "*" : bind) + ":" +
+                    std::to_string(opts.listen_port) + " ([cluster] listen-host, listen-port): " +
+                    sys.render(p.error());
+      return out;  // the coordinator sees this node's connection close and fails the job
+    }
+    peer_port = *p;
+    advertised = !opts.advertise_host.empty() ? opts.advertise_host : bind;
+  }
+  self->send(r->reg, peer_atom::value, r->index, advertised, peer_port);
   auto configs = make_shard_configs(job);
   auto sizes = slice_sizes(job);
   std::vector<caf::actor> mine;
@@ -481,6 +574,7 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
     self->send(r->reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
   }
   wait_node(self, r->reg, std::move(mine), out);
+  if (peer_port != 0) sys.middleman().close(peer_port);
   return out;
 }
 
@@ -496,6 +590,7 @@ node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
     return out;
   }
   out.index = r->index;
+  if (opts.direct_connections) dial_ps_nodes(sys, self, r->reg, opts);
   auto train = std::shared_ptr<const dataset>(data, &data->train);
   auto wc = make_worker_config(job, train, r->index);
   if (opts.worker_delay_s > 0) wc.delay_s = opts.worker_delay_s;

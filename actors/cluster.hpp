@@ -24,6 +24,10 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using join_shard_atom = caf::atom_constant<caf::atom("joinshard")>;
 using join_worker_atom = caf::atom_constant<caf::atom("joinworker")>;
 using members_atom = caf::atom_constant<caf::atom("members")>;
+/// ps node -> registrar: (peer_atom, ps index, host, port) where workers reach it (port 0: nowhere).
+using peer_atom = caf::atom_constant<caf::atom("peer")>;
+/// worker node -> registrar: every ps node's endpoint, "port host" per ps index, once all are known.
+using peers_atom = caf::atom_constant<caf::atom("peers")>;
 
 enum class node_role { coordinator, ps, worker };
 /// "coordinator" | "ps" | "worker"; throws std::invalid_argument naming the value otherwise.
@@ -49,7 +53,25 @@ struct cluster_options {
   /// shard's node and a proxy on the user's node (actors/chunking.hpp). Every node of a cluster
   /// must use the same chunk-bytes (it decides whether the gateways and proxies exist).
   chunk_options chunking;
+  /// Worker nodes open their own BASP connection to every ps node, so gradients and weights go
+  /// worker <-> ps directly instead of through the coordinator node (CAF 0.17 routes messages to a
+  /// node it has no connection to through the node that introduced it). A ps node then listens on
+  /// listen_host:listen_port (middleman().open: a BASP port without a published actor) and tells
+  /// the registrar where to reach it. Off on a ps node: it opens nothing and workers route through
+  /// the coordinator; off on a worker node: it does not dial. A dial that fails falls back to the
+  /// route through the coordinator (with a line on stderr).
+  bool direct_connections = true;
+  /// ps node: address its peer port binds to. "" = `host` when that is a loopback address (a
+  /// one-machine cluster), else every interface.
+  std::string listen_host;
+  std::uint16_t listen_port = 0;  ///< ps node: peer port (0 = any free port)
+  /// ps node: the address workers dial. "" = listen_host when that names one address, else the
+  /// address the coordinator sees this node's connection come from.
+  std::string advertise_host;
 };
+
+/// Where a ps node's peer port binds: "" = every interface (see cluster_options::listen_host).
+std::string ps_listen_address(const cluster_options& opts);
 
 /// prepare_config() plus the middleman: loaded, one multiplexer thread (middleman.workers=0),
 /// heartbeats and the connection timeout of `opts`. Call once per config, before the system.

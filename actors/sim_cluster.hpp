@@ -61,10 +61,11 @@ class sim_cluster {
   void kill_ps(int i);
 
   /// Adds `d` of latency to every chunk the node's links carry from now on, both directions
-  /// (0 removes it). Everything still arrives, in order. A coordinator's BASP traffic to a
-  /// worker or ps node all crosses this link: nodes reach each other only through the
-  /// coordinator (CAF 0.17 makes no direct connections unless
-  /// middleman.enable-automatic-connections is set, and the cluster does not set it).
+  /// (0 removes it). Everything still arrives, in order. Only the node's connection to the
+  /// coordinator crosses the relay: with cluster.direct_connections (the default) a worker
+  /// node's own connections to the ps nodes do not, so its async traffic with the shards
+  /// bypasses this link (sync and ssp workers talk to barriers on the coordinator, which it
+  /// carries). Set direct_connections = false to route every worker <-> ps message through it.
   void delay_links(sim_node n, std::chrono::microseconds d);
   /// Closes the node's connection to the coordinator on both sides and refuses new ones: the
   /// coordinator sees the node's actors go down at once (a crashed machine, a reset link).

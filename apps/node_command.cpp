@@ -52,6 +52,14 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
   o.chunking.window = static_cast<int>(
       get_or(c, "cluster.chunk-window", static_cast<std::int64_t>(o.chunking.window)));
   validate(o.chunking);
+  o.direct_connections = get_or(c, "cluster.direct-connections", o.direct_connections);
+  o.listen_host = get_or(c, "cluster.listen-host", o.listen_host);
+  auto listen_port = get_or(c, "cluster.listen-port", static_cast<std::int64_t>(0));
+  if (listen_port < 0 || listen_port > 65535)
+    throw std::invalid_argument("cluster.listen-port must be in [0, 65535], got " +
+                                std::to_string(listen_port));
+  o.listen_port = static_cast<std::uint16_t>(listen_port);
+  o.advertise_host = get_or(c, "cluster.advertise-host", o.advertise_host);
   if (o.connection_timeout <= o.heartbeat)
     throw std::invalid_argument("cluster.connection-timeout must exceed cluster.heartbeat");
   return o;
