@@ -147,5 +147,7 @@ caf::expected<caf::actor> connect_registrar(caf::actor_system& sys, const cluste
 std::size_t max_slice_bytes(const job_spec& job);
 /// Whether the nodes of this job put gateways and proxies between them (needs_chunking()).
 bool uses_chunking(const job_spec& job, const cluster_options& opts);
+/// The size of each shard's slice of `job`, in floats.
+std::vector<std::int64_t> slice_sizes(const job_spec& job);
 
 }  // namespace actrain
