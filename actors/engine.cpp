@@ -63,6 +63,9 @@ worker_config make_worker_config(const job_spec& job, std::shared_ptr<const data
   // Sync (and a local aggregator) holds step t+1's weights until step t is combined anyway: one
   // push_pull per shard and step halves the messages and thread wake-ups of a prefetched pull.
   w.push_pull = job.mode == "sync" || job.local_aggregation;
+  // A worker sharing the scheduler with its shard gains nothing from prefetching (they take
+  // turns on the threads anyway): one push_pull per step is half the messages of pull + push.
+  if (workers_on_scheduler(job)) w.push_pull = true;
   if (std::find(job.stragglers.begin(), job.stragglers.end(), id) != job.stragglers.end()) {
     w.delay_s = job.straggler_delay_s;
     w.delay_jitter_s = job.straggler_jitter_s;
