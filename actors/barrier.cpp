@@ -34,6 +34,9 @@ std::int64_t slowest(const barrier_state& st) {
 }
 
 bool answerable(const barrier_state& st, const pull_request& r) {
+  // sync: an observer (the coordinator, worker -1) asking for step t gets the weights after
+  // exactly t global steps: held until then, and the step's mean reaches the shard first.
+  if (r.worker < 0 && r.step >= 0 && st.cfg.mode == "sync") return r.step <= st.done;
   if (!tracked(st, r.worker) || !st.active[static_cast<std::size_t>(r.worker)]) return true;
   if (st.cfg.mode == "ssp") {
     auto m = slowest(st);

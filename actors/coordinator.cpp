@@ -29,15 +29,20 @@ progress_point current_point(coordinator_state& st) {
   return p;
 }
 
-/// Pulls every shard, then calls k with the assembled parameter vector.
-template <class K>
-void gather_params(self_ptr self, K k) {
+/// Pulls every shard (or, for `step` >= 0, every front: a sync barrier answers with the weights
+/// after exactly `step` global steps), then calls k with the assembled parameter vector. `on_err`
+/// gets the first error.
+template <class K, class E>
+void gather_params(self_ptr self, K k, E on_err, std::int64_t step = -1) {
   auto& st = self->state;
   auto n = static_cast<std::size_t>(st.cfg.ranges.back().end);
   auto params = std::make_shared<std::vector<float>>(n);
-  auto left = std::make_shared<std::size_t>(st.cfg.shards.size());
-  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
-    self->request(st.cfg.shards[s], request_timeout, pull_atom::value, pull_request{-1, -1})
+  auto& from = step >= 0 ? st.cfg.fronts : st.cfg.shards;
+  auto left = std::make_shared<std::size_t>(from.size());
+  // A step that is far off may be minutes away: no deadline but the job's own end.
+  auto timeout = step >= 0 ? caf::infinite : caf::duration{request_timeout};
+  for (std::size_t s = 0; s < from.size(); ++s) {
+    self->request(from[s], timeout, pull_atom::value, pull_request{-1, step})
         .then(
             [self, s, params, left, k](weights& w) {
               auto& r = self->state.cfg.ranges[s];
@@ -50,8 +55,13 @@ void gather_params(self_ptr self, K k) {
                         params->begin() + r.begin);
               if (--*left == 0) k(std::move(*params));
             },
-            [self](caf::error& err) { self->quit(err); });
+            on_err);
   }
+}
+
+template <class K>
+void gather_params(self_ptr self, K k) {
+  gather_params(self, std::move(k), [self](caf::error& err) { self->quit(err); });
 }
 
 void finish(self_ptr self);
@@ -62,47 +72,75 @@ void tell_fronts_leave(self_ptr self, std::size_t w) {
     if (f) self->send(f, leave_atom::value, static_cast<std::int32_t>(w));
 }
 
+void record_eval(self_ptr self, std::vector<float> params, bool final_eval,
+                 std::int64_t at_step = -1);
+
 void evaluate_now(self_ptr self, bool final_eval) {
   auto& st = self->state;
   if (st.evaluating) return;
   st.evaluating = true;
   gather_params(self, [self, final_eval](std::vector<float> params) {
-    auto& st = self->state;
-    st.evaluating = false;
-    auto res = evaluate(st.cfg.job.model, params, st.cfg.data->test, *st.eval_backend);
-    auto p = current_point(st);
-    p.test_loss = res.loss;
-    p.test_accuracy = res.accuracy;
-    st.loss_sum = 0;
-    st.loss_rows = 0;
-    st.cfg.result->history.push_back(p);
-    if (st.cfg.hooks.on_eval) st.cfg.hooks.on_eval(p);
-    if (auto* hub = st.cfg.hooks.hub) {
-      // Evaluation points carry the test metrics; throughput comes from the ticks' intervals.
-      hub->add_curve_point(
-          {p.seconds, p.samples, p.train_loss, p.test_loss, p.test_accuracy, std::nan("")});
-      publish_snapshot(st, *hub, false);
-    }
-    if (final_eval) {
-      st.cfg.result->params = std::move(params);
-      st.cfg.result->test = res;
-      finish(self);
-      return;
-    }
-    if (st.cfg.job.target_accuracy > 0 && res.accuracy >= st.cfg.job.target_accuracy &&
-        !st.finishing) {
-      event(self,
-            "target accuracy " + std::to_string(st.cfg.job.target_accuracy) + " reached: stopping");
-      st.stopping_early = true;
-      st.finishing = true;
-      st.train_seconds = elapsed(st);
-      for (auto& w : st.workers)
-        if (w.alive) self->send(w.handle, stop_atom::value);
-      st.cfg.result->params = std::move(params);
-      st.cfg.result->test = res;
-      finish(self);
-    }
+    self->state.evaluating = false;
+    record_eval(self, std::move(params), final_eval);
   });
+}
+
+/// sync: evaluates the weights after exactly global step `step` (the barriers hold the pull until
+/// then), then asks for the next one. Each point is the same in every run of the same seed, in one
+/// process or across nodes; only its time and train loss depend on arrival order.
+void evaluate_at_step(self_ptr self, std::int64_t step) {
+  gather_params(
+      self,
+      [self, step](std::vector<float> params) {
+        if (self->state.finishing) return;  // the final evaluation covers it
+        record_eval(self, std::move(params), false, step);
+        if (!self->state.finishing) evaluate_at_step(self, step + self->state.eval_steps);
+      },
+      [self](caf::error& err) {
+        // A barrier stopped at the end of the job while holding a step the job never reached.
+        if (!self->state.finishing) event(self, "evaluation at a fixed step failed: " +
+                                                     describe_error(err));
+      },
+      step);
+}
+
+void record_eval(self_ptr self, std::vector<float> params, bool final_eval,
+                 std::int64_t at_step) {
+  auto& st = self->state;
+  auto res = evaluate(st.cfg.job.model, params, st.cfg.data->test, *st.eval_backend);
+  auto p = current_point(st);
+  if (at_step >= 0) p.step = at_step;
+  p.test_loss = res.loss;
+  p.test_accuracy = res.accuracy;
+  st.loss_sum = 0;
+  st.loss_rows = 0;
+  st.cfg.result->history.push_back(p);
+  if (st.cfg.hooks.on_eval) st.cfg.hooks.on_eval(p);
+  if (auto* hub = st.cfg.hooks.hub) {
+    // Evaluation points carry the test metrics; throughput comes from the ticks' intervals.
+    hub->add_curve_point(
+        {p.seconds, p.samples, p.train_loss, p.test_loss, p.test_accuracy, std::nan("")});
+    publish_snapshot(st, *hub, false);
+  }
+  if (final_eval) {
+    st.cfg.result->params = std::move(params);
+    st.cfg.result->test = res;
+    finish(self);
+    return;
+  }
+  if (st.cfg.job.target_accuracy > 0 && res.accuracy >= st.cfg.job.target_accuracy &&
+      !st.finishing) {
+    event(self,
+          "target accuracy " + std::to_string(st.cfg.job.target_accuracy) + " reached: stopping");
+    st.stopping_early = true;
+    st.finishing = true;
+    st.train_seconds = elapsed(st);
+    for (auto& w : st.workers)
+      if (w.alive) self->send(w.handle, stop_atom::value);
+    st.cfg.result->params = std::move(params);
+    st.cfg.result->test = res;
+    finish(self);
+  }
 }
 
 void maybe_done(self_ptr self) {
@@ -276,6 +314,16 @@ coordinator_actor::behavior_type coordinator(
           assign(self, static_cast<std::size_t>(i), {shard_range_t{r.first, r.second}},
                  st.cfg.job.epochs);
         }
+        // sync (one barrier per shard, every worker its own group): evaluation at fixed global
+        // steps, one step being a batch from each worker.
+        auto& job = st.cfg.job;
+        if (job.mode == "sync" && !job.local_aggregation && job.eval_every > 0 &&
+            job.eval_every < job.epochs) {
+          auto per_step = static_cast<double>(n) * job.batch;
+          st.eval_steps = std::max<std::int64_t>(
+              1, std::llround(job.eval_every * static_cast<double>(rows) / per_step));
+          evaluate_at_step(self, st.eval_steps);
+        }
         st.front_stats.assign(st.cfg.fronts.size(), shard_stats{});
         if (st.cfg.hooks.hub && st.cfg.hooks.tick > std::chrono::milliseconds(250))
           st.cfg.hooks.tick = std::chrono::milliseconds(250);
@@ -316,7 +364,8 @@ coordinator_actor::behavior_type coordinator(
         st.epoch = static_cast<int>(st.samples / std::max<std::int64_t>(rows, 1));
         if (r.finished && !w.finished) tell_fronts_leave(self, static_cast<std::size_t>(r.worker));
         if (r.finished) w.finished = true;
-        if (!st.finishing && st.samples >= st.next_eval_samples && st.samples < st.target_samples) {
+        if (!st.finishing && st.eval_steps == 0 && st.samples >= st.next_eval_samples &&
+            st.samples < st.target_samples) {
           st.next_eval_samples +=
               static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
           evaluate_now(self, false);

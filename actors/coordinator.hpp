@@ -84,6 +84,9 @@ struct coordinator_state {
   std::int64_t target_samples = 0;
   int epoch = 0;
   bool evaluating = false;
+  /// sync: evaluate after every `eval_steps` global steps, on the weights of exactly that step
+  /// (0: by samples reported, as in async and ssp).
+  std::int64_t eval_steps = 0;
   bool finishing = false;
   bool stopping_early = false;
   std::vector<shard_stats> front_stats;  ///< latest stats of each front (refreshed every tick)

@@ -235,6 +235,42 @@ TEST_F(sim_cluster_test, sync_training_across_nodes_follows_the_single_process_t
   EXPECT_GT(across_losses[1], across_losses[2]);
 }
 
+// Within one run: sync evaluates at fixed global steps (the barriers hold the coordinator's pull
+// until the step is applied), so every evaluation point of a run across nodes equals the same
+// point of the single-process run: same step, test loss and accuracy to 1e-5.
+TEST_F(sim_cluster_test, every_sync_evaluation_point_matches_the_single_process_run) {
+  auto c = sync_job(2, 2);
+  c.job.eval_every = 0.25;
+  engine_result across;
+  {
+    sim_cluster cluster{c};
+    across = cluster.wait(25s);
+  }
+  auto local = run_single_process(c);
+  auto again = run_single_process(c);
+  ASSERT_TRUE(across.ok) << across.error;
+  ASSERT_TRUE(local.ok) << local.error;
+  ASSERT_TRUE(again.ok) << again.error;
+  // 20000 rows, 3 workers of batch 32: an evaluation every 52 global steps, 8 of them in 2
+  // epochs (the last falls on the final step or past it), plus the final evaluation.
+  ASSERT_GE(local.history.size(), 8u);
+  ASSERT_EQ(across.history.size(), local.history.size());
+  ASSERT_EQ(again.history.size(), local.history.size());
+  for (std::size_t i = 0; i + 1 < local.history.size(); ++i) {
+    SCOPED_TRACE("evaluation point " + std::to_string(i));
+    auto& l = local.history[i];
+    EXPECT_EQ(l.step, static_cast<std::int64_t>(52 * (i + 1)));
+    for (auto* other : {&across.history[i], &again.history[i]}) {
+      EXPECT_EQ(other->step, l.step);
+      EXPECT_NEAR(other->test_loss, l.test_loss, 1e-5 * l.test_loss);
+      EXPECT_NEAR(other->test_accuracy, l.test_accuracy, 1e-5);
+    }
+  }
+  // The trajectory goes down: the first point is well above the last.
+  EXPECT_GT(local.history.front().test_loss, 2 * local.history.back().test_loss);
+  EXPECT_NEAR(across.test.loss, local.test.loss, 1e-5 * local.test.loss);
+}
+
 // Every chunk on every worker and ps node's link to the coordinator arrives 1 ms late (both
 // directions): sync training is slower and ends exactly where the single-process run ends.
 // Without direct connections, so that all of a worker's traffic crosses its delayed link (with
