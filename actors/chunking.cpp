@@ -95,16 +95,15 @@ void reply_weights(chunked_shard_actor::stateful_pointer<gateway_state> self,
   auto values = w.values;
   w.values = tensor();
   w.transfer = id;
-  send_chunks(self, requester, std::move(values), id, st.opts,
-              [rp, w](caf::error err) mutable {
-                if (err)
-                  rp.deliver(make_error(errc::node_down,
-                                        "sending weights in chunks failed (does the requester "
-                                        "run with the same cluster.chunk-bytes?): " +
-                                            describe_error(err)));
-                else
-                  rp.deliver(std::move(w));
-              });
+  send_chunks(self, requester, std::move(values), id, st.opts, [rp, w](caf::error err) mutable {
+    if (err)
+      rp.deliver(make_error(errc::node_down,
+                            "sending weights in chunks failed (does the requester "
+                            "run with the same cluster.chunk-bytes?): " +
+                                describe_error(err)));
+    else
+      rp.deliver(std::move(w));
+  });
 }
 
 }  // namespace
@@ -205,8 +204,8 @@ void finish(proxy_ptr self, std::uint64_t key, T&& x) {
 /// workers this proxy serves trust local handles).
 void finish_weights(proxy_ptr self, std::uint64_t key, weights& w) {
   if (w.transfer != 0) {
-    auto t = self->state.incoming.take(caf::actor_cast<caf::actor_addr>(self->state.remote),
-                                       w.transfer);
+    auto t =
+        self->state.incoming.take(caf::actor_cast<caf::actor_addr>(self->state.remote), w.transfer);
     if (!t) {
       finish(self, key, std::move(t.error()));
       return;
@@ -292,8 +291,8 @@ chunked_shard_actor::behavior_type shard_proxy(proxy_ptr self, chunked_shard_act
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
     bool gateway = dm.source == caf::actor_cast<caf::actor_addr>(st.remote);
-    auto err = gateway ? make_error(errc::node_down, "the remote shard went down: " +
-                                                         describe_error(dm.reason))
+    auto err = gateway ? make_error(errc::node_down,
+                                    "the remote shard went down: " + describe_error(dm.reason))
                        : make_error(errc::stopped, "the proxy's owner stopped");
     auto pending = std::move(st.pending);
     st.pending.clear();
@@ -364,9 +363,8 @@ chunked_shard_actor::behavior_type shard_proxy(proxy_ptr self, chunked_shard_act
         return rp;
       },
       [self](leave_atom, std::int32_t worker) {
-        run_in_order(self, [self, worker] {
-          self->send(self->state.remote, leave_atom::value, worker);
-        });
+        run_in_order(self,
+                     [self, worker] { self->send(self->state.remote, leave_atom::value, worker); });
       },
   };
 }
@@ -411,8 +409,8 @@ worker_actor::behavior_type chunking_front(
           auto it = st.proxies.find(addr);
           if (it == st.proxies.end()) {
             auto size = i < a.ranges.size() ? a.ranges[i].end - a.ranges[i].begin : 0;
-            shard_actor p = self->spawn(shard_proxy, caf::actor_cast<chunked_shard_actor>(h),
-                                        size, st.opts, me);
+            shard_actor p = self->spawn(shard_proxy, caf::actor_cast<chunked_shard_actor>(h), size,
+                                        st.opts, me);
             it = st.proxies.emplace(addr, p).first;
           }
           h = it->second;

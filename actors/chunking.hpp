@@ -26,8 +26,8 @@ namespace actrain {
 struct chunk_options {
   /// 0: never chunk. 2 MiB x 2 led the 64 MB sweep of `actrain bench wire` (docs/benchmarks.md).
   std::size_t chunk_bytes = std::size_t{2} << 20;
-  int window = 2;                                  ///< chunks in flight per transfer
-  std::chrono::milliseconds timeout{60000};        ///< every request between proxy and gateway
+  int window = 2;                            ///< chunks in flight per transfer
+  std::chrono::milliseconds timeout{60000};  ///< every request between proxy and gateway
   std::size_t max_open = 64;  ///< incomplete incoming transfers kept (the oldest is dropped)
 };
 

@@ -136,19 +136,16 @@ caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job
       },
       // A ps node's peer endpoint. Without a host, the address this node sees the ps node's
       // connection come from (its own middleman knows it) is what workers dial.
-      [self, add_peer](peer_atom, std::int32_t index, const std::string& host,
-                       std::uint16_t port) {
+      [self, add_peer](peer_atom, std::int32_t index, const std::string& host, std::uint16_t port) {
         auto& st = self->state;
         if (index < 0 || index >= st.opts.ps_nodes) return;
         auto sender = self->current_sender();
         if (port == 0 || !host.empty() || !sender) return add_peer(index, host, port);
         self->request(self->home_system().middleman().actor_handle(), std::chrono::seconds(5),
                       caf::get_atom::value, sender->node())
-            .then(
-                [=](const caf::node_id&, const std::string& seen, std::uint16_t) {
-                  add_peer(index, seen, port);
-                },
-                [=](caf::error&) { add_peer(index, "", port); });
+            .then([=](const caf::node_id&, const std::string& seen,
+                      std::uint16_t) { add_peer(index, seen, port); },
+                  [=](caf::error&) { add_peer(index, "", port); });
       },
       [self](peers_atom) -> caf::result<std::vector<std::string>> {
         auto& st = self->state;

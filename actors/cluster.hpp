@@ -24,9 +24,11 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using join_shard_atom = caf::atom_constant<caf::atom("joinshard")>;
 using join_worker_atom = caf::atom_constant<caf::atom("joinworker")>;
 using members_atom = caf::atom_constant<caf::atom("members")>;
-/// ps node -> registrar: (peer_atom, ps index, host, port) where workers reach it (port 0: nowhere).
+/// ps node -> registrar: (peer_atom, ps index, host, port) where workers reach it (port 0:
+/// nowhere).
 using peer_atom = caf::atom_constant<caf::atom("peer")>;
-/// worker node -> registrar: every ps node's endpoint, "port host" per ps index, once all are known.
+/// worker node -> registrar: every ps node's endpoint, "port host" per ps index, once all are
+/// known.
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
 
 enum class node_role { coordinator, ps, worker };

@@ -142,8 +142,8 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
     auto p = sys.middleman().open(opts.listen_port, bind.empty() ? nullptr : bind.c_str(), true);
     if (!p) {
       out.message = "cannot listen for workers on " + (bind.empty() ? "*" : bind) + ":" +
-                    std::to_string(opts.listen_port) + " ([cluster] listen-host, listen-port): " +
-                    sys.render(p.error());
+                    std::to_string(opts.listen_port) +
+                    " ([cluster] listen-host, listen-port): " + sys.render(p.error());
       return out;  // the coordinator sees this node's connection close and fails the job
     }
     peer_port = *p;

@@ -98,14 +98,13 @@ void evaluate_at_step(self_ptr self, std::int64_t step) {
       },
       [self](caf::error& err) {
         // A barrier stopped at the end of the job while holding a step the job never reached.
-        if (!self->state.finishing) event(self, "evaluation at a fixed step failed: " +
-                                                     describe_error(err));
+        if (!self->state.finishing)
+          event(self, "evaluation at a fixed step failed: " + describe_error(err));
       },
       step);
 }
 
-void record_eval(self_ptr self, std::vector<float> params, bool final_eval,
-                 std::int64_t at_step) {
+void record_eval(self_ptr self, std::vector<float> params, bool final_eval, std::int64_t at_step) {
   auto& st = self->state;
   auto res = evaluate(st.cfg.job.model, params, st.cfg.data->test, *st.eval_backend);
   auto p = current_point(st);

@@ -89,22 +89,22 @@ struct link_relay::impl {
       if (closed || d.reading) return;
       d.reading = true;
       auto self = shared_from_this();
-      d.from->async_read_some(asio::buffer(d.buffer), [self, &d](boost::system::error_code ec,
-                                                                  std::size_t n) {
-        d.reading = false;
-        if (ec || self->closed) return self->close();
-        auto st = self->state();
-        if (st == link_state::silent) {
-          self->owner->dropped += n;
-          return self->read(d);
-        }
-        if (st != link_state::open) return self->close();
-        auto delay = std::chrono::microseconds(self->owner->delay_us.load());
-        d.queue.push_back({clock_type::now() + delay, {d.buffer.data(), d.buffer.data() + n}});
-        d.queued += n;
-        if (!d.writing) self->write(d);
-        if (d.queued < max_queued) self->read(d);
-      });
+      d.from->async_read_some(
+          asio::buffer(d.buffer), [self, &d](boost::system::error_code ec, std::size_t n) {
+            d.reading = false;
+            if (ec || self->closed) return self->close();
+            auto st = self->state();
+            if (st == link_state::silent) {
+              self->owner->dropped += n;
+              return self->read(d);
+            }
+            if (st != link_state::open) return self->close();
+            auto delay = std::chrono::microseconds(self->owner->delay_us.load());
+            d.queue.push_back({clock_type::now() + delay, {d.buffer.data(), d.buffer.data() + n}});
+            d.queued += n;
+            if (!d.writing) self->write(d);
+            if (d.queued < max_queued) self->read(d);
+          });
     }
 
     void write(direction& d) {
@@ -223,7 +223,9 @@ link_relay::~link_relay() {
   if (m.thread.joinable()) m.thread.join();
 }
 
-std::uint16_t link_relay::port() const { return impl_->port; }
+std::uint16_t link_relay::port() const {
+  return impl_->port;
+}
 
 void link_relay::set_delay(std::chrono::microseconds d) {
   impl_->delay_us = std::max<std::int64_t>(0, d.count());
@@ -249,7 +251,9 @@ void link_relay::silence() {
   });
 }
 
-link_state link_relay::state() const { return static_cast<link_state>(impl_->state.load()); }
+link_state link_relay::state() const {
+  return static_cast<link_state>(impl_->state.load());
+}
 
 link_counts link_relay::counts() const {
   link_counts c;

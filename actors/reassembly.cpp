@@ -32,8 +32,8 @@ caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
   auto what = "chunk " + std::to_string(c.index) + " of transfer " + std::to_string(c.transfer);
   if (c.transfer == 0) return make_error(errc::bad_length, what + ": transfer id 0 is reserved");
   if (c.count < 1 || c.index < 0 || c.index >= c.count)
-    return make_error(errc::bad_length, what + ": index outside [0, count = " +
-                                            std::to_string(c.count) + ")");
+    return make_error(errc::bad_length,
+                      what + ": index outside [0, count = " + std::to_string(c.count) + ")");
   for (auto d : c.shape)
     if (d < 0) return make_error(errc::bad_length, what + ": negative dimension");
   auto total = shape_numel(c.shape);
@@ -42,7 +42,8 @@ caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
                                             " values, the receiver holds " +
                                             std::to_string(expected_));
   if (total > static_cast<std::int64_t>(std::size_t{1} << 40) / 4)
-    return make_error(errc::bad_length, what + ": " + std::to_string(total) + " values is too many");
+    return make_error(errc::bad_length,
+                      what + ": " + std::to_string(total) + " values is too many");
   auto n = static_cast<std::int64_t>(c.part.size());
   if (c.offset < 0 || c.offset + n > total)
     return make_error(errc::bad_length, what + ": elements [" + std::to_string(c.offset) + ", " +

@@ -148,11 +148,17 @@ void sim_cluster::delay_links(sim_node n, std::chrono::microseconds d) {
   relay_of(n).set_delay(d);
 }
 
-void sim_cluster::cut_links(sim_node n) { relay_of(n).cut(); }
+void sim_cluster::cut_links(sim_node n) {
+  relay_of(n).cut();
+}
 
-void sim_cluster::silence_links(sim_node n) { relay_of(n).silence(); }
+void sim_cluster::silence_links(sim_node n) {
+  relay_of(n).silence();
+}
 
-link_counts sim_cluster::link_traffic(sim_node n) const { return relay_of(n).counts(); }
+link_counts sim_cluster::link_traffic(sim_node n) const {
+  return relay_of(n).counts();
+}
 
 engine_result sim_cluster::wait(std::chrono::milliseconds bound) {
   return get_bounded(result_, bound, "the simulated job");

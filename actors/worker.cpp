@@ -243,12 +243,12 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> 
   st.rng.seed(st.cfg.seed * 7919 + static_cast<std::uint64_t>(st.cfg.id));
   self->set_default_handler(
       [self](caf::scheduled_actor* ptr, caf::message_view& x) -> caf::result<caf::message> {
-    if (x.content().match_elements<watchdog_atom>()) {
-      on_watchdog(self);
-      return caf::message{};
-    }
-    return caf::print_and_drop(ptr, x);
-  });
+        if (x.content().match_elements<watchdog_atom>()) {
+          on_watchdog(self);
+          return caf::message{};
+        }
+        return caf::print_and_drop(ptr, x);
+      });
   return {
       [self](assign_atom, const worker_assignment& a) {
         auto& st = self->state;

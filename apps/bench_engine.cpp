@@ -49,8 +49,8 @@ std::map<std::string, double> torch_rates(std::string* note) {
   if (out.empty()) return out;
   // The 2-trainer RPC parameter server on the MLP (plain SGD), the 2-worker goal's baseline.
   std::string rpc = std::string(src ? src : ".") + "/bench/torch/torch_rpc_ps.py";
-  FILE* q = popen(("timeout 600 " + py + " " + rpc + " --trainers 2 --epochs 1 2>/dev/null").c_str(),
-                  "r");
+  FILE* q = popen(
+      ("timeout 600 " + py + " " + rpc + " --trainers 2 --epochs 1 2>/dev/null").c_str(), "r");
   if (!q) return out;
   while (fgets(buf, sizeof buf, q)) {
     auto j = nlohmann::json::parse(buf, nullptr, false);
@@ -131,11 +131,13 @@ int bench_engine(const std::vector<std::string>& args) {
   };
   if (!full) {
     emit("## Async engine vs the reference trainer (and PyTorch), side by side\n\n");
-    emit("Reproduce: `actrain bench engine --runs=" + std::to_string(runs) + " --rows=" +
-         std::to_string(rows) + "`. Batch 64, 1 BLAS thread per worker; each run passes over the first " +
+    emit("Reproduce: `actrain bench engine --runs=" + std::to_string(runs) +
+         " --rows=" + std::to_string(rows) +
+         "`. Batch 64, 1 BLAS thread per worker; each run passes over the first " +
          std::to_string(rows) +
          " training rows once for the MLP, 10 times for softmax and 100 times for linear "
-         "regression (so every run lasts about half a second), median of " + std::to_string(runs) +
+         "regression (so every run lasts about half a second), median of " +
+         std::to_string(runs) +
          " runs, runs of the two interleaved. Evaluation is not timed. The engine's figure is "
          "training wall time from the first assignment to the last step, every message "
          "included.\n\n");
@@ -164,8 +166,7 @@ int bench_engine(const std::vector<std::string>& args) {
         {"adam", "MLP 784-256-10, Adam (the reference config)", "", reference_mlp_job(1), 1},
         {"softmax", "softmax 784-10", "softmax", reference_softmax_job(1), 10},
         {"linear", "linear 100 features", "linear", reference_linear_job(rows, 100, 1), 100},
-        {"sgd", "MLP 784-256-10, plain SGD 0.1 (PyTorch RPC PS's optimizer)", "mlp", mlp_sgd,
-         1}};
+        {"sgd", "MLP 784-256-10, plain SGD 0.1 (PyTorch RPC PS's optimizer)", "mlp", mlp_sgd, 1}};
     for (auto& r : rows_list) {
       if (!only.empty() && only.find("," + r.key + ",") == std::string::npos) continue;
       r.job.data.train_subset = rows;
@@ -194,12 +195,15 @@ int bench_engine(const std::vector<std::string>& args) {
     }
     if (!torch_note.empty()) emit("\n" + torch_note + ".\n");
     if (torch.count("rpc_ps_mlp") && two_sgd > 0)
-      emit("\nPyTorch's RPC parameter server, 1 PS + 2 async trainers on the MLP with plain SGD "
-           "lr 0.1 (`bench/torch/torch_rpc_ps.py`, 3 processes, 1 thread each, one epoch, "
-           "measured in this run): " +
-           fmt(torch["rpc_ps_mlp"], 0) + " samples/s; the engine's 2 workers + 2 shards on the "
-           "same MLP and optimizer (SGD row): " + fmt(two_sgd, 0) + " samples/s = " +
-           fmt(two_sgd / torch["rpc_ps_mlp"], 2) + "x (goal: 2x).\n");
+      emit(
+          "\nPyTorch's RPC parameter server, 1 PS + 2 async trainers on the MLP with plain SGD "
+          "lr 0.1 (`bench/torch/torch_rpc_ps.py`, 3 processes, 1 thread each, one epoch, "
+          "measured in this run): " +
+          fmt(torch["rpc_ps_mlp"], 0) +
+          " samples/s; the engine's 2 workers + 2 shards on the "
+          "same MLP and optimizer (SGD row): " +
+          fmt(two_sgd, 0) + " samples/s = " + fmt(two_sgd / torch["rpc_ps_mlp"], 2) +
+          "x (goal: 2x).\n");
     emit(
         "\nPyTorch's 1-thread script trains the MLP with plain SGD lr 0.1, so it is compared with "
         "the SGD row. Small models (softmax, linear) take 10-120 us per step in the "

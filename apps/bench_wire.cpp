@@ -8,12 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
-#include <map>
-#include <tuple>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <boost/asio.hpp>
 
@@ -74,7 +74,9 @@ shard_actor::behavior_type sink_shard(std::int64_t n) {
   w.values = tensor(std::vector<float>(static_cast<std::size_t>(n), 0.5f));
   return {
       [w](pull_atom, const pull_request&) { return w; },
-      [](push_atom, const gradient& g) { return push_ack{g.base_version + 1, 0, true}; },
+      [](push_atom, const gradient& g) {
+        return push_ack{g.base_version + 1, 0, true};
+      },
       [w](push_pull_atom, const gradient&) { return w; },
       [](stats_atom) { return shard_stats{}; },
       [](checkpoint_atom) { return shard_checkpoint{}; },
@@ -110,7 +112,9 @@ caf::behavior wire_server(caf::event_based_actor* self) {
       },
       [](push_pull_atom, const tensor& t) { return t; },
       [](tick_atom) { return std::int32_t{1}; },
-      [self](stop_atom) { self->quit(caf::exit_reason::user_shutdown); }  // takes the linked sinks along,
+      [self](stop_atom) {
+        self->quit(caf::exit_reason::user_shutdown);
+      }  // takes the linked sinks along,
   };
 }
 
@@ -288,12 +292,13 @@ int bench_wire(const std::vector<std::string>& args) {
     // Chunk size and window (on both sides) for 64 MB push_pulls: chunks each way.
     auto floats64 = static_cast<std::int64_t>((64u << 20) / sizeof(float));
     tensor t64(std::vector<float>(static_cast<std::size_t>(floats64), 0.25f));
-    for (auto [mib, window] : {std::pair<std::size_t, int>{1, 2}, {1, 4}, {2, 2}, {2, 4}, {4, 2},
-                               {4, 4}, {8, 2}}) {
+    for (auto [mib, window] :
+         {std::pair<std::size_t, int>{1, 2}, {1, 4}, {2, 2}, {2, 4}, {4, 2}, {4, 4}, {8, 2}}) {
       chunk_options o;
       o.chunk_bytes = mib << 20;
       o.window = window;
-      shard_actor proxy = sys.spawn(shard_proxy, gateway_for(floats64, o), floats64, o, caf::actor{});
+      shard_actor proxy =
+          sys.spawn(shard_proxy, gateway_for(floats64, o), floats64, o, caf::actor{});
       proxies.push_back(caf::actor_cast<caf::actor>(proxy));
       sweep.push_back(
           {mib, window, 2.0 * static_cast<double>(64u << 20) / time_ops(proxy, t64, 2) / 1e9});
@@ -325,8 +330,9 @@ int bench_wire(const std::vector<std::string>& args) {
   md << "\n64 MB push_pull through proxy and gateway, by chunk size x window (GB/s): ";
   for (std::size_t k = 0; k < sweep.size(); ++k)
     md << (k ? ", " : "") << sweep[k].mib << " MiB x " << sweep[k].window << ": " << sweep[k].gbs;
-  md << ".\n" << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6
-     << " us, CAF " << caf_rtt * 1e6 << " us.\n";
+  md << ".\n"
+     << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6 << " us, CAF "
+     << caf_rtt * 1e6 << " us.\n";
   std::cout << md.str();
   update_doc_section(benchmarks_doc_path(), "wire", md.str());
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;

@@ -79,10 +79,12 @@ app_config::app_config() {
       .add<int64_t>("chunk-bytes", "slices above this many bytes cross nodes in chunks (0 = off)")
       .add<int64_t>("chunk-window", "chunks in flight per transfer")
       .add<bool>("direct-connections", "workers connect to every ps node directly (default true)")
-      .add<str>("listen-host", "ps node: address of its port for workers (\"\" = host if "
-                               "loopback, else all)")
+      .add<str>("listen-host",
+                "ps node: address of its port for workers (\"\" = host if "
+                "loopback, else all)")
       .add<int64_t>("listen-port", "ps node: port for workers (0 = any free port)")
-      .add<str>("advertise-host", "ps node: address workers dial (\"\" = as the coordinator sees it)");
+      .add<str>("advertise-host",
+                "ps node: address workers dial (\"\" = as the coordinator sees it)");
 }
 
 namespace {

@@ -128,8 +128,8 @@ TEST_F(sim_cluster_test, async_training_across_nodes_converges_like_the_single_p
       EXPECT_LT(l.from_target, slices / 10) << "worker node " << i;
     }
     for (int i = 0; i < 2; ++i)
-      EXPECT_TRUE(has_event(cluster.events(), "ps " + std::to_string(i) +
-                                                  " takes worker connections at 127.0.0.1:"));
+      EXPECT_TRUE(has_event(cluster.events(),
+                            "ps " + std::to_string(i) + " takes worker connections at 127.0.0.1:"));
   }
   ASSERT_TRUE(across.ok) << across.error;
   EXPECT_EQ(across.samples, 6 * 20000);
@@ -159,8 +159,7 @@ TEST_F(sim_cluster_test, without_direct_connections_async_traffic_crosses_the_co
   for (int i = 0; i < 3; ++i) {
     auto l = cluster.link_traffic(sim_node::worker(i));
     std::cerr << "worker node " << i << " link to the coordinator: " << l.to_target
-              << " bytes out, " << l.from_target << " bytes in (slices alone: " << slices
-              << ")\n";
+              << " bytes out, " << l.from_target << " bytes in (slices alone: " << slices << ")\n";
     EXPECT_GT(l.to_target, slices) << "worker node " << i;
     EXPECT_GT(l.from_target, slices) << "worker node " << i;
   }
@@ -170,7 +169,8 @@ TEST_F(sim_cluster_test, without_direct_connections_async_traffic_crosses_the_co
 
 // A ps node listening on every interface advertises nothing itself: the coordinator hands
 // workers the address it sees that node's connection come from (127.0.0.1 here).
-TEST_F(sim_cluster_test, a_ps_node_on_every_interface_is_dialed_at_the_address_the_coordinator_sees) {
+TEST_F(sim_cluster_test,
+       a_ps_node_on_every_interface_is_dialed_at_the_address_the_coordinator_sees) {
   auto c = make(test::linear_job(3, 1));
   c.cluster.listen_host = "0.0.0.0";
   EXPECT_EQ(ps_listen_address(c.cluster), "");
@@ -178,8 +178,8 @@ TEST_F(sim_cluster_test, a_ps_node_on_every_interface_is_dialed_at_the_address_t
   auto res = cluster.wait(25s);
   ASSERT_TRUE(res.ok) << res.error;
   for (int i = 0; i < 2; ++i)
-    EXPECT_TRUE(has_event(cluster.events(), "ps " + std::to_string(i) +
-                                                " takes worker connections at 127.0.0.1:"));
+    EXPECT_TRUE(has_event(cluster.events(),
+                          "ps " + std::to_string(i) + " takes worker connections at 127.0.0.1:"));
   std::uint64_t slices = 20000 / 3 / 32 * 21 * sizeof(float);
   for (int i = 0; i < 3; ++i) {
     auto l = cluster.link_traffic(sim_node::worker(i));
