@@ -248,6 +248,34 @@ TEST_F(multiprocess_test, a_sigstopped_worker_process_is_declared_lost_within_a_
 
 // A ps process dies: its shard's state is gone (no checkpoint restore across nodes), so the job
 // fails, naming the shard, and every process exits instead of waiting for it.
+// A hung ps node: its sockets stay open, only the heartbeats (on the coordinator's link and on the
+// workers' direct links) can tell. The job fails naming the shard within a second, and the ps
+// process, resumed, finds its coordinator gone and exits on its own.
+TEST_F(multiprocess_test, a_sigstopped_ps_process_fails_the_job_within_a_second) {
+  auto coord = start_cluster();
+  ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
+  auto victim = std::size_t{1};  // the first ps process
+  auto index = wait_for_line(
+      coord, "ps node 'ps-" + std::to_string(kids[victim].pid) + "' registered as ps ", 0s);
+  ASSERT_FALSE(index.empty()) << kids[coord].text;
+  auto stopped_at = clock_type::now();
+  ASSERT_EQ(::kill(kids[victim].pid, SIGSTOP), 0);
+  auto failed = wait_for_line(coord, "job failed: ", 10s);
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - stopped_at).count();
+  ASSERT_FALSE(failed.empty()) << kids[coord].text;
+  EXPECT_NE(failed.find("shard " + index + " went down"), std::string::npos) << failed;
+  EXPECT_LT(ms, 1000) << "the stopped ps node was noticed " << ms << " ms after SIGSTOP";
+  std::cerr << "ps SIGSTOP detected after " << ms << " ms\n";
+  ::kill(kids[victim].pid, SIGCONT);
+  ASSERT_TRUE(reap_all(15s)) << "a node did not exit";
+  EXPECT_TRUE(WIFEXITED(kids[coord].status) && WEXITSTATUS(kids[coord].status) == 1)
+      << kids[coord].text;
+  for (std::size_t i = 1; i < kids.size(); ++i)
+    EXPECT_TRUE(WIFEXITED(kids[i].status)) << "process " << i << " did not exit on its own\n"
+                                           << kids[i].text;
+}
+
 TEST_F(multiprocess_test, a_sigkilled_ps_process_fails_the_job_naming_its_shard) {
   auto coord = start_cluster();
   ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
