@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "actors/held_pulls.hpp"
 #include "train/job.hpp"
 
 namespace actrain {
@@ -59,14 +60,9 @@ void answer(self_ptr self, const pull_request& r, caf::typed_response_promise<we
 
 void release(self_ptr self) {
   auto& st = self->state;
-  auto held = std::move(st.held);
-  st.held.clear();
-  for (auto& h : held) {
-    if (answerable(st, h.req))
-      answer(self, h.req, h.promise);
-    else
-      st.held.push_back(std::move(h));
-  }
+  release_held(
+      st.held, [&st](const pull_request& r) { return answerable(st, r); },
+      [self](auto& h) { answer(self, h.req, h.promise); });
 }
 
 caf::result<weights> on_pull(self_ptr self, const pull_request& r) {

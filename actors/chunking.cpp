@@ -277,6 +277,29 @@ void forward_gradient(proxy_ptr self, std::uint64_t key, Op op, gradient g) {
               });
 }
 
+/// A push or push_pull from a user: parked, then forwarded (in chunks when large) in order.
+template <class Op>
+caf::response_promise gradient_in_order(proxy_ptr self, Op op, gradient g) {
+  auto rp = self->make_response_promise();
+  auto key = park(self, rp);
+  run_in_order(self,
+               [self, key, op, g]() mutable { forward_gradient(self, key, op, std::move(g)); });
+  return rp;
+}
+
+/// A small request relayed to the gateway in order; its `Reply` (or error) answers the user.
+template <class Reply, class... Ts>
+caf::response_promise relay_in_order(proxy_ptr self, Ts... xs) {
+  auto rp = self->make_response_promise();
+  auto key = park(self, rp);
+  run_in_order(self, [self, key, xs...] {
+    self->request(self->state.remote, self->state.opts.timeout, xs...)
+        .then([self, key](Reply& r) { finish(self, key, std::move(r)); },
+              [self, key](caf::error& err) { finish(self, key, std::move(err)); });
+  });
+  return rp;
+}
+
 }  // namespace
 
 chunked_shard_actor::behavior_type shard_proxy(proxy_ptr self, chunked_shard_actor remote,
@@ -316,51 +339,20 @@ chunked_shard_actor::behavior_type shard_proxy(proxy_ptr self, chunked_shard_act
         return rp;
       },
       [self](push_atom, gradient& g) -> caf::result<push_ack> {
-        auto rp = self->make_response_promise();
-        auto key = park(self, rp);
-        run_in_order(self, [self, key, g]() mutable {
-          forward_gradient(self, key, push_atom::value, std::move(g));
-        });
-        return rp;
+        return gradient_in_order(self, push_atom::value, std::move(g));
       },
       [self](push_pull_atom, gradient& g) -> caf::result<weights> {
-        auto rp = self->make_response_promise();
-        auto key = park(self, rp);
-        run_in_order(self, [self, key, g]() mutable {
-          forward_gradient(self, key, push_pull_atom::value, std::move(g));
-        });
-        return rp;
+        return gradient_in_order(self, push_pull_atom::value, std::move(g));
       },
       // The rest is small: relayed in order, answered by the gateway's side.
       [self](stats_atom) -> caf::result<shard_stats> {
-        auto rp = self->make_response_promise();
-        auto key = park(self, rp);
-        run_in_order(self, [self, key] {
-          self->request(self->state.remote, self->state.opts.timeout, stats_atom::value)
-              .then([self, key](shard_stats& s) { finish(self, key, std::move(s)); },
-                    [self, key](caf::error& err) { finish(self, key, std::move(err)); });
-        });
-        return rp;
+        return relay_in_order<shard_stats>(self, stats_atom::value);
       },
       [self](checkpoint_atom) -> caf::result<shard_checkpoint> {
-        auto rp = self->make_response_promise();
-        auto key = park(self, rp);
-        run_in_order(self, [self, key] {
-          self->request(self->state.remote, self->state.opts.timeout, checkpoint_atom::value)
-              .then([self, key](shard_checkpoint& c) { finish(self, key, std::move(c)); },
-                    [self, key](caf::error& err) { finish(self, key, std::move(err)); });
-        });
-        return rp;
+        return relay_in_order<shard_checkpoint>(self, checkpoint_atom::value);
       },
       [self](restore_atom, shard_checkpoint& c) -> caf::result<std::int64_t> {
-        auto rp = self->make_response_promise();
-        auto key = park(self, rp);
-        run_in_order(self, [self, key, c] {
-          self->request(self->state.remote, self->state.opts.timeout, restore_atom::value, c)
-              .then([self, key](std::int64_t v) { finish(self, key, v); },
-                    [self, key](caf::error& err) { finish(self, key, std::move(err)); });
-        });
-        return rp;
+        return relay_in_order<std::int64_t>(self, restore_atom::value, std::move(c));
       },
       [self](leave_atom, std::int32_t worker) {
         run_in_order(self,

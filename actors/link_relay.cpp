@@ -2,8 +2,10 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <future>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -35,6 +37,13 @@ struct link_relay::impl {
   std::atomic<std::uint64_t> to_target{0}, from_target{0}, dropped{0};
   std::atomic<int> connections{0};
   std::thread thread;
+  /// Signalled after every change of the counters above (wait_for_counts).
+  mutable std::mutex counted_mtx;
+  mutable std::condition_variable counted_cv;
+  void counted() {
+    { std::lock_guard<std::mutex> guard{counted_mtx}; }
+    counted_cv.notify_all();
+  }
 
   /// One accepted connection and its leg to the target. Lives as long as a handler holds it;
   /// touched only on the relay's thread.
@@ -96,6 +105,7 @@ struct link_relay::impl {
             auto st = self->state();
             if (st == link_state::silent) {
               self->owner->dropped += n;
+              self->owner->counted();
               return self->read(d);
             }
             if (st != link_state::open) return self->close();
@@ -136,6 +146,7 @@ struct link_relay::impl {
                         [self, &d](boost::system::error_code ec, std::size_t n) {
                           if (ec || self->closed) return self->close();
                           *d.counter += n;
+                          self->owner->counted();
                           d.queued -= d.queue.front().bytes.size();
                           d.queue.pop_front();
                           if (!d.reading && d.queued < max_queued) self->read(d);
@@ -160,6 +171,7 @@ struct link_relay::impl {
         p->client.set_option(tcp::no_delay(true), ignored);
         p->server.set_option(tcp::no_delay(true), ignored);
         connections += 1;
+        counted();
         p->read(p->up);
         p->read(p->down);
       });
@@ -253,6 +265,13 @@ void link_relay::silence() {
 
 link_state link_relay::state() const {
   return static_cast<link_state>(impl_->state.load());
+}
+
+link_counts link_relay::wait_for_counts(const std::function<bool(const link_counts&)>& done,
+                                        std::chrono::milliseconds bound) const {
+  std::unique_lock<std::mutex> guard{impl_->counted_mtx};
+  impl_->counted_cv.wait_for(guard, bound, [&] { return done(counts()); });
+  return counts();
 }
 
 link_counts link_relay::counts() const {

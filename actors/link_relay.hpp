@@ -6,6 +6,7 @@
 // It knows nothing about the protocol it carries; CAF-free. Owns one thread (Boost.Asio).
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,10 @@ class link_relay {
 
   link_state state() const;
   link_counts counts() const;
+  /// Waits until `done(counts())` holds or `bound` passed (the relay's thread counts a chunk once
+  /// its write completed, which may be just after the reader got it); returns the counts then.
+  link_counts wait_for_counts(const std::function<bool(const link_counts&)>& done,
+                              std::chrono::milliseconds bound) const;
 
  private:
   struct impl;

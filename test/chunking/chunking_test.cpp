@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "../actors/actor_fixture.hpp"
+#include "../integration/cluster_jobs.hpp"
 #include "actors/chunking.hpp"
 #include "actors/cluster.hpp"
 #include "actors/sim_cluster.hpp"
@@ -426,39 +427,17 @@ TEST(chunked_wire_test, a_bad_chunk_from_a_remote_peer_is_refused_with_its_reaso
 
 // -- a whole cluster with every slice chunked ---------------------------------------------------
 
-job_spec small_linear(int workers) {
-  job_spec job;
-  job.name = "chunked-linear";
-  job.model.kind = "linear";
-  job.data.kind = "synthetic_linear";
+TEST(chunked_cluster_test, sync_training_in_chunks_across_nodes_matches_one_process) {
+  // The integration tests' linear job, smaller: 4000 rows, 2 epochs of sync steps of 3 x 32 rows.
+  auto job = test::linear_job(3, 2);
+  job.mode = "sync";
   job.data.rows = 4000;
   job.data.test_rows = 500;
-  job.data.features = 20;
-  job.data.noise = 0.01f;
-  job.workers = workers;
-  job.shards = 2;
-  job.batch = 32;
-  job.epochs = 2;
-  job.eval_every = 100;
-  job.optim.kind = "sgd";
   job.optim.lr = 0.1f;
-  job.optim.schedule = "cosine";
-  job.optim.total_steps = 2 * 4000 / (32 * workers);  // sync: one step per round of workers
-  job.optim.min_lr = 1e-4f;
-  return job;
-}
-
-TEST(chunked_cluster_test, sync_training_in_chunks_across_nodes_matches_one_process) {
-  auto job = small_linear(3);
-  job.mode = "sync";
-  auto data = std::make_shared<job_data>(load_job_data(job));
-  fit_model_to_data(job, *data);
-  sim_cluster_config c;
-  c.job = job;
-  c.data = data;
-  c.ps_nodes = 2;
-  c.cluster.token = "chunks";
-  c.cluster.join_timeout = 10s;
+  job.optim.total_steps = 2 * 4000 / (32 * 3);
+  auto c = test::sim_config(job);
+  job = c.job;  // fitted to the data
+  auto& data = c.data;
   c.cluster.chunking.chunk_bytes = 16;  // 11-value slices travel as 3 chunks each way
   std::vector<std::string> events;
   engine_result across;

@@ -1,7 +1,11 @@
 #pragma once
 // The linear-regression job the integration tests train (the seed's case study, small enough to
 // finish in seconds): 20,000 rows of 20 features, 6 epochs, cosine-annealed SGD.
+#include <chrono>
+#include <memory>
+
 #include "actors/engine.hpp"
+#include "actors/sim_cluster.hpp"
 
 namespace actrain::test {
 
@@ -25,6 +29,19 @@ inline job_spec linear_job(int workers, int epochs = 6) {
   job.optim.total_steps = epochs * 20000 / 32;
   job.optim.min_lr = 1e-4f;
   return job;
+}
+
+/// A simulated cluster for `job` (model fitted to its data): 2 ps nodes, a token, bounded joins.
+inline sim_cluster_config sim_config(job_spec job) {
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  sim_cluster_config c;
+  c.job = job;
+  c.data = data;
+  c.ps_nodes = 2;
+  c.cluster.token = "sim-token";
+  c.cluster.join_timeout = std::chrono::seconds(10);
+  return c;
 }
 
 }  // namespace actrain::test

@@ -3,8 +3,8 @@
 #include <string>
 #include <thread>
 
-#include <boost/asio.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio.hpp>
 
 #include "actors/link_relay.hpp"
 
@@ -28,12 +28,11 @@ struct relay_fixture : ::testing::Test {
     client.connect({asio::ip::make_address("127.0.0.1"), relay.port()});
     target.accept(server);
   }
-  /// Bounded polling: the relay's thread counts a chunk once its write completed, which may be
-  /// just after the reader got it.
+  /// The relay's thread counts a chunk once its write completed, which may be just after the
+  /// reader got it: wait for the count itself (bounded).
   template <class Pred>
   link_counts counts_when(Pred done) {
-    for (int i = 0; i < 1000 && !done(relay.counts()); ++i) std::this_thread::sleep_for(1ms);
-    return relay.counts();
+    return relay.wait_for_counts(done, 1s);
   }
   static std::string read_n(tcp::socket& s, std::size_t n) {
     std::string out(n, '\0');
@@ -50,8 +49,8 @@ TEST_F(relay_fixture, forwards_both_ways_in_order_and_counts_the_bytes) {
   relay.set_delay(0ms);
   asio::write(server, asio::buffer(std::string("pong")));
   EXPECT_EQ(read_n(client, 4), "pong");
-  auto c = counts_when(
-      [](const link_counts& c) { return c.from_target >= 4 && c.to_target >= 20; });
+  auto c =
+      counts_when([](const link_counts& c) { return c.from_target >= 4 && c.to_target >= 20; });
   EXPECT_EQ(c.to_target, 20u);
   EXPECT_EQ(c.from_target, 4u);
   EXPECT_EQ(c.connections, 1);

@@ -22,17 +22,7 @@ using namespace std::chrono_literals;
 std::unique_ptr<sim_cluster> start_and_wait_for_training(sim_cluster_config& c);
 
 struct sim_cluster_test : ::testing::Test {
-  sim_cluster_config make(job_spec job) {
-    auto data = std::make_shared<job_data>(load_job_data(job));
-    fit_model_to_data(job, *data);
-    sim_cluster_config c;
-    c.job = job;
-    c.data = data;
-    c.ps_nodes = 2;
-    c.cluster.token = "sim-token";
-    c.cluster.join_timeout = 10s;
-    return c;
-  }
+  sim_cluster_config make(job_spec job) { return test::sim_config(std::move(job)); }
   static double train_mse(const sim_cluster_config& c, const engine_result& r) {
     auto cpu = make_cpu_backend();
     return evaluate(c.job.model, r.params, c.data->train, *cpu).loss;
