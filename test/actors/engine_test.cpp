@@ -43,8 +43,16 @@ TEST_F(engine_test, async_linear_regression_4_workers_2_shards_reaches_closed_fo
   auto cpu = make_cpu_backend();
   auto train_mse = evaluate(job.model, res.params, data->train, *cpu).loss;
   auto best = least_squares_mse(data->train);
-  EXPECT_LT((train_mse - best) / best, 1e-3) << "engine " << train_mse << " closed form " << best;
+  // Async order is up to the scheduler, so the excess is a random variable: 5e-5 to 6e-4 of the
+  // closed form in 60 runs here (2 epochs already reach 4e-4), 1.1e-3 once on a loaded 2-core CI
+  // machine. The bound leaves room for that; every push being applied is checked exactly below.
+  EXPECT_LT((train_mse - best) / best, 5e-3) << "engine " << train_mse << " closed form " << best;
   EXPECT_GE(train_mse, best * (1 - 1e-6));  // nothing beats least squares on its own data
+  ASSERT_EQ(res.shards.size(), 2u);
+  for (const auto& s : res.shards) {  // every worker step reached every shard, none rejected
+    EXPECT_EQ(s.pushes, 4 * 6 * ((5000 + 31) / 32)) << "shard " << s.shard;  // 5000 rows each
+    EXPECT_EQ(s.rejected + s.dropped_stale, 0) << "shard " << s.shard;
+  }
   // 4 workers pushing concurrently: some gradients must have been stale.
   std::int64_t stale = 0;
   for (std::size_t i = 1; i < res.staleness_histogram.size(); ++i)
