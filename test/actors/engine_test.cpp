@@ -21,36 +21,38 @@ TEST_F(engine_test, async_linear_regression_4_workers_2_shards_reaches_closed_fo
   job_spec job;
   job.model.kind = "linear";
   job.data.kind = "synthetic_linear";
-  job.data.rows = 20000;
+  job.data.rows = 80000;
   job.data.test_rows = 1000;
   job.data.features = 20;
   job.data.noise = 0.01f;
   job.workers = 4;
   job.shards = 2;
-  job.batch = 32;
+  job.batch = 512;
   job.epochs = 6;
   job.eval_every = 100;  // only the final evaluation
   job.optim.kind = "sgd";
   job.optim.lr = 0.02f;
   job.optim.schedule = "cosine";
-  job.optim.total_steps = 6 * 20000 / 32;
+  job.optim.total_steps = 4 * 6 * ((20000 + 511) / 512);
   job.optim.min_lr = 1e-4f;
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
   auto res = run_job(*sys, job, data);
   ASSERT_TRUE(res.ok) << res.error;
-  EXPECT_EQ(res.samples, 6 * 20000);
+  EXPECT_EQ(res.samples, 6 * 80000);
   auto cpu = make_cpu_backend();
   auto train_mse = evaluate(job.model, res.params, data->train, *cpu).loss;
   auto best = least_squares_mse(data->train);
-  // Async order is up to the scheduler, so the excess is a random variable: 5e-5 to 6e-4 of the
-  // closed form in 60 runs here (2 epochs already reach 4e-4), 1.1e-3 once on a loaded 2-core CI
-  // machine. The bound leaves room for that; every push being applied is checked exactly below.
-  EXPECT_LT((train_mse - best) / best, 5e-3) << "engine " << train_mse << " closed form " << best;
+  // Async order is up to the OS: when one worker runs alone for a while it pulls the weights
+  // towards the least squares solution of its own partition, which is why the partitions are
+  // large (20000 rows each: even a full pull there costs about d/n = 1e-3) and the batch too.
+  // Measured: 3e-5..9e-5 in 14 runs; 6 epochs of 5000-row partitions at batch 32 gave up to
+  // 1.1e-3 on a loaded 2-core CI machine.
+  EXPECT_LT((train_mse - best) / best, 1e-3) << "engine " << train_mse << " closed form " << best;
   EXPECT_GE(train_mse, best * (1 - 1e-6));  // nothing beats least squares on its own data
   ASSERT_EQ(res.shards.size(), 2u);
   for (const auto& s : res.shards) {  // every worker step reached every shard, none rejected
-    EXPECT_EQ(s.pushes, 4 * 6 * ((5000 + 31) / 32)) << "shard " << s.shard;  // 5000 rows each
+    EXPECT_EQ(s.pushes, 4 * 6 * ((20000 + 511) / 512)) << "shard " << s.shard;
     EXPECT_EQ(s.rejected + s.dropped_stale, 0) << "shard " << s.shard;
   }
   // 4 workers pushing concurrently: some gradients must have been stale.
