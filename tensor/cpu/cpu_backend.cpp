@@ -102,7 +102,13 @@ class cpu_backend final : public backend {
   }
 
   void relu_backward(std::size_t n, const float* y, const float* dy, float* dx) override {
-    for (std::size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    // dy[i] is read whatever y[i] is: a load only under the condition kept GCC from turning the
+    // select into a vector blend (the scalar loop's branch on the sign of y mispredicted; it was
+    // 4% of an MLP step). Same results: the kept value is dy[i] itself, never a product.
+    for (std::size_t i = 0; i < n; ++i) {
+      const float g = dy[i];
+      dx[i] = y[i] > 0.0f ? g : 0.0f;
+    }
   }
 
   loss_sum softmax_xent(int rows, int cols, const float* logits, const float* labels,

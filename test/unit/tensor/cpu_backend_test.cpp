@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -135,6 +137,30 @@ TEST_F(cpu_backend_test, relu_and_backward) {
   EXPECT_EQ(dy, dx);
   b->relu(6, x.data(), x.data());  // in place
   EXPECT_EQ(x, y);
+}
+
+TEST_F(cpu_backend_test, relu_backward_on_a_long_vector_keeps_dy_exactly_where_y_is_positive) {
+  // Long enough for the vectorized loop and an odd tail; dy holds inf and NaN where y <= 0 (they
+  // must come out 0, not NaN), y holds -0 and the smallest denormal.
+  const std::size_t n = 1037;
+  std::vector<float> y(n), dy(n), dx(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    y[i] = (i % 3 == 0) ? -static_cast<float>(i) : static_cast<float>(i % 7) - 2.0f;
+    dy[i] = 0.25f * static_cast<float>(i) - 100.0f;
+  }
+  y[5] = -0.0f;
+  y[6] = std::numeric_limits<float>::denorm_min();
+  dy[3] = std::numeric_limits<float>::infinity();
+  dy[9] = std::numeric_limits<float>::quiet_NaN();
+  b->relu_backward(n, y.data(), dy.data(), dx.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    float want = y[i] > 0.0f ? dy[i] : 0.0f;
+    ASSERT_EQ(std::memcmp(&dx[i], &want, sizeof(float)), 0) << "element " << i;
+  }
+  EXPECT_EQ(dx[6], dy[6]);  // the denormal counts as positive
+  auto copy = dy;
+  b->relu_backward(n, y.data(), copy.data(), copy.data());  // in place
+  EXPECT_EQ(std::memcmp(copy.data(), dx.data(), n * sizeof(float)), 0);
 }
 
 TEST_F(cpu_backend_test, softmax_xent_hand_checked) {
