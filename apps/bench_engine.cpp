@@ -1,6 +1,7 @@
 // `actrain bench engine`: the async engine against the reference trainer (and PyTorch when it is
 // installed), side by side in one run; `--full` runs the 15-epoch MLP runs with 1, 2, 4, 8
 // workers. Figures are printed and written to docs/benchmarks.md (section "engine").
+#include <chrono>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -26,14 +27,14 @@ std::string fmt(double v, int digits) {
   return os.str();
 }
 
-/// Runs bench/torch/torch_ref.py (1 thread, batch 64, one epoch each) when Python has torch;
-/// returns job -> samples/s, empty when torch is missing.
-std::map<std::string, double> torch_rates(std::string* note) {
+/// Runs one of the PyTorch scripts under bench/torch with Debian's python3; returns job ->
+/// samples/s from the JSON lines it prints (empty when python3 has no torch or the script fails).
+std::map<std::string, double> run_torch(const std::string& script_and_args, int* rc = nullptr) {
   const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
-  std::string script = std::string(src ? src : ".") + "/bench/torch/torch_ref.py";
   std::string py = "/usr/bin/python3";  // Debian's python3-torch lives there, not in a venv
-  std::string cmd = py + " -c 'import torch' 2>/dev/null && timeout 900 " + py + " " + script +
-                    " --epochs-linear 1 --epochs-softmax 1 --epochs-mlp 1 --threads 1 2>&1";
+  std::string cmd = py + " -c 'import torch' 2>/dev/null && timeout 900 " + py + " " +
+                    std::string(src ? src : ".") + "/bench/torch/" + script_and_args +
+                    " 2>/dev/null";
   std::map<std::string, double> out;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return out;
@@ -43,22 +44,52 @@ std::map<std::string, double> torch_rates(std::string* note) {
     if (j.is_object() && j.contains("job") && j.contains("samples_per_s"))
       out[j["job"].get<std::string>()] = j["samples_per_s"].get<double>();
   }
-  int rc = pclose(p);
-  if (out.empty() && note)
-    *note = "PyTorch not measured (python3 without torch, rc " + std::to_string(rc) + ")";
-  if (out.empty()) return out;
-  // The 2-trainer RPC parameter server on the MLP (plain SGD), the 2-worker goal's baseline.
-  std::string rpc = std::string(src ? src : ".") + "/bench/torch/torch_rpc_ps.py";
-  FILE* q = popen(
-      ("timeout 600 " + py + " " + rpc + " --trainers 2 --epochs 1 2>/dev/null").c_str(), "r");
-  if (!q) return out;
-  while (fgets(buf, sizeof buf, q)) {
-    auto j = nlohmann::json::parse(buf, nullptr, false);
-    if (j.is_object() && j.contains("job") && j.contains("samples_per_s"))
-      out[j["job"].get<std::string>()] = j["samples_per_s"].get<double>();
-  }
-  pclose(q);
+  int status = pclose(p);
+  if (rc) *rc = status;
   return out;
+}
+
+/// PyTorch, 1 thread, batch 64, one epoch of `torch_job` (linear, softmax or mlp); 0 when not
+/// measured.
+double torch_rate(const std::string& torch_job) {
+  auto r = run_torch("torch_ref.py --jobs " + torch_job + " --epochs-linear 1 --epochs-softmax 1 " +
+                     "--epochs-mlp 1 --threads 1");
+  return r.count(torch_job) ? r[torch_job] : 0.0;
+}
+
+using rt_ping_atom = caf::atom_constant<caf::atom("rtping")>;
+
+struct round_trip_state {
+  int left = 0;
+  caf::actor echo;
+  std::chrono::steady_clock::time_point t0;
+  std::shared_ptr<double> seconds;
+};
+
+void round_trip(caf::stateful_actor<round_trip_state>* self) {
+  self->request(self->state.echo, caf::infinite, rt_ping_atom::value, self->state.left)
+      .then([self](int) {
+        auto& st = self->state;
+        if (--st.left > 0) return round_trip(self);
+        *st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.t0).count();
+        self->quit();
+      });
+}
+
+/// The floor under every engine step: one request and its response between two actors that do
+/// nothing else, on the scheduler the engine runs on. Microseconds per round trip.
+double caf_round_trip_us(caf::actor_system& sys, int round_trips) {
+  auto echo =
+      sys.spawn([]() -> caf::behavior { return {[](rt_ping_atom, int x) { return x + 1; }}; });
+  auto seconds = std::make_shared<double>(0);
+  auto client = sys.spawn([=](caf::stateful_actor<round_trip_state>* self) {
+    self->state = round_trip_state{round_trips, echo, std::chrono::steady_clock::now(), seconds};
+    round_trip(self);
+  });
+  caf::scoped_actor self{sys};
+  self->wait_for(client);
+  caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
+  return *seconds / round_trips * 1e6;
 }
 
 engine_result run_engine(caf::actor_system& sys, job_spec job, std::shared_ptr<job_data> data,
@@ -142,8 +173,11 @@ int bench_engine(const std::vector<std::string>& args) {
          "training wall time from the first assignment to the last step, every message "
          "included.\n\n");
     std::string torch_note;
-    auto torch = with_torch ? torch_rates(&torch_note) : std::map<std::string, double>{};
-    if (!with_torch) torch_note = "PyTorch not measured (--no-torch)";
+    bool torch_ok = with_torch && torch_rate("linear") > 0;  // also warms the page cache
+    if (!with_torch)
+      torch_note = "PyTorch not measured (--no-torch)";
+    else if (!torch_ok)
+      torch_note = "PyTorch not measured (/usr/bin/python3 without torch, or the script failed)";
     emit(
         "| model | reference samples/s | engine 1 worker + 1 shard | ratio | engine 2 workers + 2 "
         "shards | PyTorch 1 thread | engine 1w / PyTorch | engine 2w / PyTorch |\n");
@@ -162,6 +196,11 @@ int bench_engine(const std::vector<std::string>& args) {
     mlp_sgd.optim.kind = "sgd";
     mlp_sgd.optim.lr = 0.1f;
     double two_sgd = 0;  // the SGD MLP row's 2-worker figure, against the RPC PS
+    struct floor_t {
+      std::string name;
+      double step_us, round_trip_us;  // the reference's step; CAF's bare request/response
+    };
+    std::vector<floor_t> floors;
     std::vector<row_t> rows_list = {
         {"adam", "MLP 784-256-10, Adam (the reference config)", "", reference_mlp_job(1), 1},
         {"softmax", "softmax 784-10", "softmax", reference_softmax_job(1), 10},
@@ -174,17 +213,20 @@ int bench_engine(const std::vector<std::string>& args) {
       r.job.data.test_subset = 1000;
       auto data = std::make_shared<job_data>(load_job_data(r.job));
       fit_model_to_data(r.job, *data);
-      std::vector<double> ref, one, two;
+      std::vector<double> ref, one, two, pt, rt;
       for (int i = 0; i < runs; ++i) {
         ref.push_back(reference_train(r.job, *data).samples_per_s);
         one.push_back(run_engine(sys, r.job, data, 1, 1).samples_per_s);
         two.push_back(run_engine(sys, r.job, data, 2, 2).samples_per_s);
+        rt.push_back(caf_round_trip_us(sys, 20000));
+        if (torch_ok && !r.torch_key.empty()) pt.push_back(torch_rate(r.torch_key));
       }
       auto mref = median(ref), mone = median(one), mtwo = median(two);
+      floors.push_back({r.name, 1e6 * r.job.batch / mref, median(rt)});
       if (r.key == "sgd") two_sgd = mtwo;
       std::string t = "-", t1 = "-", t2 = "-";
-      if (torch.count(r.torch_key)) {
-        auto tr = torch[r.torch_key];
+      if (!pt.empty() && median(pt) > 0) {
+        auto tr = median(pt);
         t = fmt(tr, 0);
         t1 = fmt(mone / tr, 2) + "x";
         t2 = fmt(mtwo / tr, 2) + "x";
@@ -194,21 +236,35 @@ int bench_engine(const std::vector<std::string>& args) {
            " |\n");
     }
     if (!torch_note.empty()) emit("\n" + torch_note + ".\n");
-    if (torch.count("rpc_ps_mlp") && two_sgd > 0)
+    double rpc_ps = 0;
+    if (torch_ok && two_sgd > 0) {
+      auto r = run_torch("torch_rpc_ps.py --trainers 2 --epochs 1");
+      rpc_ps = r.count("rpc_ps_mlp") ? r["rpc_ps_mlp"] : 0;
+    }
+    if (rpc_ps > 0)
       emit(
           "\nPyTorch's RPC parameter server, 1 PS + 2 async trainers on the MLP with plain SGD "
           "lr 0.1 (`bench/torch/torch_rpc_ps.py`, 3 processes, 1 thread each, one epoch, "
           "measured in this run): " +
-          fmt(torch["rpc_ps_mlp"], 0) +
-          " samples/s; the engine's 2 workers + 2 shards on the "
-          "same MLP and optimizer (SGD row): " +
-          fmt(two_sgd, 0) + " samples/s = " + fmt(two_sgd / torch["rpc_ps_mlp"], 2) +
-          "x (goal: 2x).\n");
+          fmt(rpc_ps, 0) +
+          " samples/s; the engine's 2 workers + 2 shards on the same MLP and optimizer (SGD "
+          "row): " +
+          fmt(two_sgd, 0) + " samples/s = " + fmt(two_sgd / rpc_ps, 2) + "x (goal: 2x).\n");
     emit(
-        "\nPyTorch's 1-thread script trains the MLP with plain SGD lr 0.1, so it is compared with "
-        "the SGD row. Small models (softmax, linear) take 10-120 us per step in the "
-        "reference loop, so the messages between the worker and the shard per step weigh on the "
-        "ratio; the MLP (about 1 ms per step) hides them.\n");
+        "\nPyTorch's 1-thread script (`bench/torch/torch_ref.py`, one epoch of the full data per "
+        "run, run between the engine's runs, median) trains the MLP with plain SGD lr 0.1, so it "
+        "is compared with the SGD row.\n\n"
+        "What one message round trip costs against a step: a 1-worker engine step needs at least "
+        "one request and its response between the worker and the shard (push_pull), so its "
+        "samples/s can at best be step / (step + round trip) of the reference's. Measured in "
+        "the same run, between the runs above: two actors that do nothing but answer each other, "
+        "on the scheduler the engine uses (median of " +
+        std::to_string(runs) + " x 20000 round trips).\n\n");
+    emit("| model | reference step us | CAF round trip us | best possible ratio |\n");
+    emit("| --- | --- | --- | --- |\n");
+    for (auto& f : floors)
+      emit("| " + f.name + " | " + fmt(f.step_us, 1) + " | " + fmt(f.round_trip_us, 2) + " | " +
+           fmt(f.step_us / (f.step_us + f.round_trip_us), 2) + " |\n");
   }
   if (full) {
     emit("## MLP 784-256-10 on Fashion-MNIST, async, " + std::to_string(full_epochs) +
