@@ -1,6 +1,7 @@
 // `actrain bench engine`: the async engine against the reference trainer (and PyTorch when it is
 // installed), side by side in one run; `--full` runs the 15-epoch MLP runs with 1, 2, 4, 8
 // workers. Figures are printed and written to docs/benchmarks.md (section "engine").
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iomanip>
@@ -201,6 +202,7 @@ int bench_engine(const std::vector<std::string>& args) {
       double step_us, round_trip_us;  // the reference's step; CAF's bare request/response
     };
     std::vector<floor_t> floors;
+    std::string torch_spread;  // each row's slowest and fastest PyTorch run
     std::vector<row_t> rows_list = {
         {"adam", "MLP 784-256-10, Adam (the reference config)", "", reference_mlp_job(1), 1},
         {"softmax", "softmax 784-10", "softmax", reference_softmax_job(1), 10},
@@ -227,6 +229,9 @@ int bench_engine(const std::vector<std::string>& args) {
       std::string t = "-", t1 = "-", t2 = "-";
       if (!pt.empty() && median(pt) > 0) {
         auto tr = median(pt);
+        auto [lo, hi] = std::minmax_element(pt.begin(), pt.end());
+        torch_spread += (torch_spread.empty() ? "" : ", ") + r.name + " " + fmt(*lo, 0) + "-" +
+                        fmt(*hi, 0);
         t = fmt(tr, 0);
         t1 = fmt(mone / tr, 2) + "x";
         t2 = fmt(mtwo / tr, 2) + "x";
@@ -253,7 +258,11 @@ int bench_engine(const std::vector<std::string>& args) {
     emit(
         "\nPyTorch's 1-thread script (`bench/torch/torch_ref.py`, one epoch of the full data per "
         "run, run between the engine's runs, median) trains the MLP with plain SGD lr 0.1, so it "
-        "is compared with the SGD row.\n\n"
+        "is compared with the SGD row. Its runs spread widely on this shared machine (samples/s, "
+        "slowest-fastest: " +
+        torch_spread +
+        "), as do the engine's and the reference's: the medians of interleaved runs are what "
+        "compare.\n\n"
         "What one message round trip costs against a step: a 1-worker engine step needs at least "
         "one request and its response between the worker and the shard (push_pull), so its "
         "samples/s can at best be step / (step + round trip) of the reference's. Measured in "
