@@ -334,7 +334,8 @@ coordinator_actor::behavior_type coordinator(
         // A report may come from another node: ignore what cannot be true rather than let it
         // corrupt the counts.
         if (r.worker < 0 || static_cast<std::size_t>(r.worker) >= st.workers.size() ||
-            r.samples < 0 || !std::isfinite(r.loss_sum) || r.max_staleness < 0) {
+            r.samples < 0 || !std::isfinite(r.loss_sum) || r.max_staleness < 0 ||
+            !(r.busy_seconds >= 0) || !std::isfinite(r.busy_seconds)) {
           event(self, "ignored an invalid progress report (worker " + std::to_string(r.worker) +
                           ", samples " + std::to_string(r.samples) + ")");
           return;
@@ -347,10 +348,15 @@ coordinator_actor::behavior_type coordinator(
         // Rates over windows of at least 0.5 s: reports queued behind an evaluation arrive
         // together, and a rate over their near-zero spacing would be meaningless.
         w.rate_samples += r.samples;
+        w.rate_busy_s += r.busy_seconds;
         auto dt = std::chrono::duration<double>(now - w.rate_since).count();
         if (dt >= 0.5) {
           w.rate = w.rate_samples / dt;
+          // Busy: the worker's own clock over the coordinator's window; the two clocks tick
+          // apart by a report's travel time at most, so clamp.
+          w.busy = std::min(1.0, w.rate_busy_s / dt);
           w.rate_samples = 0;
+          w.rate_busy_s = 0;
           w.rate_since = now;
         }
         if (r.samples > 0) w.last_loss = r.loss_sum / r.samples;

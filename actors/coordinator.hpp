@@ -64,6 +64,8 @@ struct worker_track {
   std::chrono::steady_clock::time_point last_report;
   double rate = 0;                ///< samples/s over the last rate window (>= 0.5 s)
   std::int64_t rate_samples = 0;  ///< samples since the rate window opened
+  double rate_busy_s = 0;         ///< seconds the worker computed since the window opened
+  double busy = 0;                ///< busy fraction over the last rate window
   std::chrono::steady_clock::time_point rate_since;
   double last_loss = 0;  ///< mean loss of its last report
   std::int64_t last_staleness = 0;

@@ -98,6 +98,7 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
       ws.step = w.step;
       ws.samples = w.done_samples;
       ws.samples_per_s = w.rate;
+      ws.busy = w.busy;
       ws.loss = w.last_loss;
       ws.last_staleness = w.last_staleness;
       ws.seconds_since_report = since(w.last_report);

@@ -72,7 +72,8 @@ void round_trip(caf::stateful_actor<round_trip_state>* self) {
       .then([self](int) {
         auto& st = self->state;
         if (--st.left > 0) return round_trip(self);
-        *st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.t0).count();
+        *st.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - st.t0).count();
         self->quit();
       });
 }
@@ -230,8 +231,8 @@ int bench_engine(const std::vector<std::string>& args) {
       if (!pt.empty() && median(pt) > 0) {
         auto tr = median(pt);
         auto [lo, hi] = std::minmax_element(pt.begin(), pt.end());
-        torch_spread += (torch_spread.empty() ? "" : ", ") + r.name + " " + fmt(*lo, 0) + "-" +
-                        fmt(*hi, 0);
+        torch_spread +=
+            (torch_spread.empty() ? "" : ", ") + r.name + " " + fmt(*lo, 0) + "-" + fmt(*hi, 0);
         t = fmt(tr, 0);
         t1 = fmt(mone / tr, 2) + "x";
         t2 = fmt(mtwo / tr, 2) + "x";

@@ -187,7 +187,7 @@ function render(s) {
     st.appendChild(li);
   }
   fillTable("workers-table", s.workers || [], ["name", "node", "step", "samples", "samples_per_s",
-            "loss", "last_staleness", "state", "seconds_since_report"]);
+            "busy", "loss", "last_staleness", "state", "seconds_since_report"]);
   fillTable("shards-table", s.shards || [], ["name", "node", "version", "pushes", "pulls",
             "rejected", "dropped_stale", "dropped_late", "mailbox_depth"]);
   document.getElementById("updated").textContent = new Date().toLocaleTimeString();

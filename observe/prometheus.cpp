@@ -131,6 +131,10 @@ std::string prometheus_text(const run_snapshot& s) {
              [](const worker_status& x) { return d(x.samples); });
   per_worker("actrain_worker_samples_per_second", "gauge", "Worker throughput, rows per second.",
              [](const worker_status& x) { return x.samples_per_s; });
+  per_worker("actrain_worker_busy_ratio", "gauge",
+             "Fraction of recent wall time the worker spent computing (the rest: waiting for "
+             "its shards).",
+             [](const worker_status& x) { return x.busy; });
   per_worker("actrain_worker_loss", "gauge", "Loss of the worker's last mini-batch.",
              [](const worker_status& x) { return x.loss; });
   per_worker("actrain_worker_last_staleness", "gauge", "Staleness of the worker's last push.",

@@ -13,11 +13,15 @@ namespace actrain::observe {
 
 /// One worker as the coordinator last heard of it.
 struct worker_status {
-  std::string name;                 ///< e.g. "worker-3"
-  std::string node;                 ///< node it runs on ("local" in one process)
-  std::int64_t step = 0;            ///< mini-batches computed
-  std::int64_t samples = 0;         ///< rows processed
-  double samples_per_s = 0;         ///< recent rate
+  std::string name;          ///< e.g. "worker-3"
+  std::string node;          ///< node it runs on ("local" in one process)
+  std::int64_t step = 0;     ///< mini-batches computed
+  std::int64_t samples = 0;  ///< rows processed
+  double samples_per_s = 0;  ///< recent rate
+  /// Fraction of the recent wall time the worker spent on its steps (batch, forward/backward,
+  /// sending), the rest waiting for weights or window room: near 1 compute-bound, low
+  /// communication-bound.
+  double busy = 0;
   double loss = 0;                  ///< last mini-batch loss
   std::int64_t last_staleness = 0;  ///< staleness of its last applied push
   std::string state = "computing";  ///< "computing", "waiting for shard-1", "stopped", ...

@@ -38,6 +38,7 @@ nlohmann::json status_json(const run_snapshot& s) {
                        {"step", w.step},
                        {"samples", w.samples},
                        {"samples_per_s", num(w.samples_per_s)},
+                       {"busy", num(w.busy)},
                        {"loss", num(w.loss)},
                        {"last_staleness", w.last_staleness},
                        {"state", w.state},

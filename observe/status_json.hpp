@@ -8,7 +8,7 @@ namespace actrain::observe {
 /// The JSON document GET /status serves and the dashboard page reads:
 /// {job, mode, epoch, epochs, step, samples, elapsed_s, eta_s, samples_per_s, train_loss,
 ///  test_loss, test_accuracy, finished, dropped_late,
-///  workers: [{name, node, step, samples, samples_per_s, loss, last_staleness, state,
+///  workers: [{name, node, step, samples, samples_per_s, busy, loss, last_staleness, state,
 ///             seconds_since_report}],
 ///  shards: [{name, node, version, pushes, pulls, rejected, dropped_stale, dropped_late,
 ///            mailbox_depth}],

@@ -83,7 +83,7 @@ TEST(job_endpoint, metrics_status_bad_requests_and_garbage_during_a_real_job) {
         "actrain_test_loss", "actrain_test_accuracy", "actrain_epoch", "actrain_step",
         "actrain_shard_pushes_total", "actrain_shard_pulls_total", "actrain_shard_version",
         "actrain_staleness", "actrain_dropped_late_gradients_total", "actrain_mailbox_depth",
-        "actrain_worker_step", "actrain_worker_samples_per_second"}) {
+        "actrain_worker_step", "actrain_worker_samples_per_second", "actrain_worker_busy_ratio"}) {
     EXPECT_TRUE(m.types.count(name)) << "no # TYPE for " << name;
     EXPECT_TRUE(m.helps.count(name)) << "no # HELP for " << name;
   }
@@ -133,6 +133,11 @@ TEST(job_endpoint, metrics_status_bad_requests_and_garbage_during_a_real_job) {
     EXPECT_TRUE(w.at("name").get<std::string>().rfind("worker-", 0) == 0);
     EXPECT_GE(w.at("step").get<std::int64_t>(), 0);
     EXPECT_GE(w.at("samples_per_s").get<double>(), 0);
+    // The busy fraction closes with the rate's window: a worker with a rate has computed.
+    const double busy = w.at("busy").get<double>();
+    EXPECT_GE(busy, 0);
+    EXPECT_LE(busy, 1);
+    if (w.at("samples_per_s").get<double>() > 0) EXPECT_GT(busy, 0) << w.dump();
   }
   ASSERT_EQ(j.at("shards").size(), 2u);
   for (const auto& s : j.at("shards")) EXPECT_GE(s.at("version").get<std::int64_t>(), 0);

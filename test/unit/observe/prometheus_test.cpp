@@ -166,6 +166,7 @@ TEST(prometheus, expected_names_types_and_values) {
       {"actrain_node_bytes_received_total", "counter"},
       {"actrain_worker_step", "gauge"},
       {"actrain_worker_samples_per_second", "gauge"},
+      {"actrain_worker_busy_ratio", "gauge"},
       {"actrain_staleness", "histogram"}};
   for (const auto& [name, type] : expected) {
     ASSERT_TRUE(e.types.count(name)) << name;
@@ -185,6 +186,8 @@ TEST(prometheus, expected_names_types_and_values) {
   EXPECT_EQ(
       e.value("actrain_worker_samples_per_second", {{"worker", "worker-0"}, {"node", "local"}}),
       460.5);
+  EXPECT_EQ(e.value("actrain_worker_busy_ratio", {{"worker", "worker-0"}, {"node", "local"}}),
+            0.95);
   // The quote in the node name survives escaping and parsing.
   EXPECT_EQ(e.value("actrain_node_bytes_sent_total", {{"node", "node \"b\""}}), 30);
   EXPECT_EQ(e.value("actrain_node_bytes_received_total", {{"node", "local"}}), 2000);

@@ -23,6 +23,7 @@ TEST(status_json, carries_job_workers_shards_stalls_and_curve) {
   EXPECT_EQ(j["workers"][1]["name"], "worker-1");
   EXPECT_EQ(j["workers"][1]["step"], 88);
   EXPECT_EQ(j["workers"][1]["samples_per_s"], 450.0);
+  EXPECT_EQ(j["workers"][1]["busy"], 0.4);
   EXPECT_EQ(j["workers"][1]["state"], "waiting for shard-1");
   EXPECT_EQ(j["workers"][2]["node"], "node \"b\"");
   ASSERT_EQ(j.at("shards").size(), 2u);

@@ -45,9 +45,9 @@ inline run_snapshot synthetic_snapshot(int points = 20) {
   s.train_loss = 0.61;
   s.test_loss = 0.66;
   s.test_accuracy = 0.78;
-  s.workers = {{"worker-0", "local", 90, 5760, 460.5, 0.6, 1, "computing", 0.1},
-               {"worker-1", "local", 88, 5632, 450, 0.62, 0, "waiting for shard-1", 0.2},
-               {"worker-2", "node \"b\"", 72, 4608, 0, 0.7, 2, "stopped", 2.4}};
+  s.workers = {{"worker-0", "local", 90, 5760, 460.5, 0.95, 0.6, 1, "computing", 0.1},
+               {"worker-1", "local", 88, 5632, 450, 0.4, 0.62, 0, "waiting for shard-1", 0.2},
+               {"worker-2", "node \"b\"", 72, 4608, 0, 0, 0.7, 2, "stopped", 2.4}};
   s.shards = {{"shard-0", "local", 120, 250, 260, 1, 2, 3, 4},
               {"shard-1", "local", 119, 249, 258, 0, 0, 1, 0}};
   s.nodes = {{"local", 1000, 2000}, {"node \"b\"", 30, 40}};
