@@ -346,11 +346,13 @@ coordinator_actor::behavior_type coordinator(
         w.done_samples += r.samples;
         auto now = std::chrono::steady_clock::now();
         // Rates over windows of at least 0.5 s: reports queued behind an evaluation arrive
-        // together, and a rate over their near-zero spacing would be meaningless.
+        // together, and a rate over their near-zero spacing would be meaningless. A worker's
+        // last report closes its window whatever its length (a job shorter than 0.5 s still
+        // shows each worker's rate and busy fraction).
         w.rate_samples += r.samples;
         w.rate_busy_s += r.busy_seconds;
         auto dt = std::chrono::duration<double>(now - w.rate_since).count();
-        if (dt >= 0.5) {
+        if (dt >= 0.5 || (r.finished && dt > 0.01)) {
           w.rate = w.rate_samples / dt;
           // Busy: the worker's own clock over the coordinator's window; the two clocks tick
           // apart by a report's travel time at most, so clamp.

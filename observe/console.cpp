@@ -202,9 +202,11 @@ std::string run_summary(const run_snapshot& s) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& w : s.workers)
       rows.push_back({w.name, w.node, std::to_string(w.step), std::to_string(w.samples),
-                      grouped(w.samples_per_s), fixed(w.loss, 4), w.state});
-    out += '\n' + summary_table(
-                      {"worker", "node", "steps", "samples", "samples/s", "loss", "state"}, rows);
+                      grouped(w.samples_per_s), std::to_string(std::lround(100 * w.busy)) + "%",
+                      fixed(w.loss, 4), w.state});
+    out += '\n' +
+           summary_table(
+               {"worker", "node", "steps", "samples", "samples/s", "busy", "loss", "state"}, rows);
   }
   if (!s.shards.empty()) {
     std::vector<std::vector<std::string>> rows;

@@ -102,6 +102,8 @@ TEST(console, durations_and_tables) {
             "w1         1234\n");
   const auto summary = run_summary(testing::synthetic_snapshot());
   EXPECT_NE(summary.find("worker-2"), std::string::npos);
+  EXPECT_NE(summary.find("  busy"), std::string::npos);
+  EXPECT_NE(summary.find("   95%"), std::string::npos);  // worker-0's busy fraction, 0.95
   EXPECT_NE(summary.find("shard-1"), std::string::npos);
   EXPECT_NE(summary.find("fmnist-mlp"), std::string::npos);
 }
