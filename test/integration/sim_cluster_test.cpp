@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <caf/io/basp/header.hpp>
+
 #include "actors/sim_cluster.hpp"
 #include "actors/system.hpp"
 #include "cluster_jobs.hpp"
@@ -26,6 +28,13 @@ struct sim_cluster_test : ::testing::Test {
   static double train_mse(const sim_cluster_config& c, const engine_result& r) {
     auto cpu = make_cpu_backend();
     return evaluate(c.job.model, r.params, c.data->train, *cpu).loss;
+  }
+  /// What heartbeats alone put on a link in each direction from `since` to now: one BASP header
+  /// per interval (and one at each end), however long a loaded machine makes the job last.
+  static std::uint64_t heartbeat_bytes(const sim_cluster_config& c,
+                                       std::chrono::steady_clock::time_point since) {
+    auto beats = (std::chrono::steady_clock::now() - since) / c.cluster.heartbeat + 2;
+    return static_cast<std::uint64_t>(beats) * caf::io::basp::header_size;
   }
   static bool has_event(const std::vector<std::string>& events, const std::string& part) {
     for (auto& e : events)
@@ -96,26 +105,30 @@ struct sim_cluster_test : ::testing::Test {
 // progress reports and heartbeats. The slices alone would be 21 floats each way per step, 1250
 // steps per worker: coordinator -> worker carries under 10% of that; worker -> coordinator
 // also carries the progress reports (one per 10 steps, ~140 bytes on the wire: ~14 bytes a step
-// whatever the model's size, 17% of this 21-parameter model's slices), so under 25%.
+// whatever the model's size, 17% of this 21-parameter model's slices), so under 25%. Heartbeats
+// (a 32-byte BASP header per 50 ms each way) come on top: they grow with the run's wall time, which
+// a loaded machine stretches (CI once saw a 1-epoch run's 1803 bytes against 1747).
 TEST_F(sim_cluster_test, async_training_across_nodes_converges_like_the_single_process_run) {
   auto c = make(test::linear_job(3));
   ASSERT_TRUE(c.cluster.direct_connections);
   auto best = least_squares_mse(c.data->train);
   engine_result across;
   {
+    auto started = std::chrono::steady_clock::now();
     sim_cluster cluster{c};
     across = cluster.wait(25s);
     EXPECT_TRUE(cluster.worker_outcome(0, 5s).ok);
     EXPECT_TRUE(cluster.ps_outcome(1, 5s).ok);
     std::uint64_t slices = 6 * 20000 / 3 / 32 * 21 * sizeof(float);
+    auto beats = heartbeat_bytes(c, started);
     for (int i = 0; i < 3; ++i) {
       auto l = cluster.link_traffic(sim_node::worker(i));
       std::cerr << "worker node " << i << " link to the coordinator: " << l.to_target
                 << " bytes out, " << l.from_target << " bytes in (slices alone: " << slices
-                << ")\n";
+                << ", heartbeats up to " << beats << ")\n";
       EXPECT_GT(l.to_target, 0u) << "worker node " << i;
-      EXPECT_LT(l.to_target, slices / 4) << "worker node " << i;
-      EXPECT_LT(l.from_target, slices / 10) << "worker node " << i;
+      EXPECT_LT(l.to_target, slices / 4 + beats) << "worker node " << i;
+      EXPECT_LT(l.from_target, slices / 10 + beats) << "worker node " << i;
     }
     for (int i = 0; i < 2; ++i)
       EXPECT_TRUE(has_event(cluster.events(),
@@ -165,6 +178,7 @@ TEST_F(sim_cluster_test,
   auto c = make(test::linear_job(3, 1));
   c.cluster.listen_host = "0.0.0.0";
   EXPECT_EQ(ps_listen_address(c.cluster), "");
+  auto started = std::chrono::steady_clock::now();
   sim_cluster cluster{c};
   auto res = cluster.wait(25s);
   ASSERT_TRUE(res.ok) << res.error;
@@ -172,10 +186,11 @@ TEST_F(sim_cluster_test,
     EXPECT_TRUE(has_event(cluster.events(),
                           "ps " + std::to_string(i) + " takes worker connections at 127.0.0.1:"));
   std::uint64_t slices = 20000 / 3 / 32 * 21 * sizeof(float);
+  auto beats = heartbeat_bytes(c, started);  // a loaded machine stretches the job: more beats
   for (int i = 0; i < 3; ++i) {
     auto l = cluster.link_traffic(sim_node::worker(i));
-    EXPECT_LT(l.to_target, slices / 4) << "worker node " << i;  // see the first test
-    EXPECT_LT(l.from_target, slices / 10) << "worker node " << i;
+    EXPECT_LT(l.to_target, slices / 4 + beats) << "worker node " << i;  // see the first test
+    EXPECT_LT(l.from_target, slices / 10 + beats) << "worker node " << i;
   }
 }
 
