@@ -107,7 +107,7 @@ struct sim_cluster_test : ::testing::Test {
 // also carries the progress reports (one per 10 steps, ~140 bytes on the wire: ~14 bytes a step
 // whatever the model's size, 17% of this 21-parameter model's slices), so under 25%. Heartbeats
 // (a 32-byte BASP header per 50 ms each way) come on top: they grow with the run's wall time, which
-// a loaded machine stretches (CI once saw a 1-epoch run's 1803 bytes against 1747).
+// a loaded machine stretches (a loaded repeat run here saw a 1-epoch run's 1803 bytes vs 1747).
 TEST_F(sim_cluster_test, async_training_across_nodes_converges_like_the_single_process_run) {
   auto c = make(test::linear_job(3));
   ASSERT_TRUE(c.cluster.direct_connections);
