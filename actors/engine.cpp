@@ -86,8 +86,8 @@ bool workers_on_scheduler(const job_spec& job) {
   return job.workers == 1 && flops < small_step_flops;
 }
 
-engine_result run_job(caf::actor_system& sys, const job_spec& job,
-                      std::shared_ptr<const job_data> data, engine_hooks hooks) {
+coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
+                            std::shared_ptr<const job_data> data, engine_hooks hooks) {
   validate(job);
   // The engine relies on one BLAS thread per worker (BENCHMARKS.md: oversubscription is 4-5x
   // slower on 2 cores).
@@ -109,8 +109,11 @@ engine_result run_job(caf::actor_system& sys, const job_spec& job,
   }
   cc.hooks = std::move(hooks);
   cc.result = std::make_shared<engine_result>();
-  auto result = cc.result;
-  auto coord = sys.spawn(coordinator, std::move(cc));
+  return cc;
+}
+
+engine_result run_coordinator(caf::actor_system& sys, coordinator_actor coord,
+                              std::shared_ptr<engine_result> result) {
   caf::scoped_actor self{sys};
   self->request(coord, caf::infinite, run_atom::value)
       .receive([](const std::string&) {},
@@ -120,6 +123,13 @@ engine_result run_job(caf::actor_system& sys, const job_spec& job,
                });
   self->wait_for(coord);
   return std::move(*result);
+}
+
+engine_result run_job(caf::actor_system& sys, const job_spec& job,
+                      std::shared_ptr<const job_data> data, engine_hooks hooks) {
+  auto cc = wire_job(sys, job, std::move(data), std::move(hooks));
+  auto result = cc.result;
+  return run_coordinator(sys, sys.spawn(coordinator, std::move(cc)), std::move(result));
 }
 
 }  // namespace actrain

@@ -17,6 +17,16 @@ namespace actrain {
 engine_result run_job(caf::actor_system& sys, const job_spec& job,
                       std::shared_ptr<const job_data> data, engine_hooks hooks = {});
 
+/// run_job's first half: spawns the job's shards, the barriers or aggregators in front of them
+/// and its workers, and returns the coordinator's config (with `hooks` and a fresh result)
+/// ready to spawn. For callers that need the coordinator's handle (tests that talk to it).
+coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
+                            std::shared_ptr<const job_data> data, engine_hooks hooks = {});
+/// run_job's second half: asks the spawned coordinator `coord` to run, waits until it is done
+/// and returns its result (`result`: the one its config carried). Blocks the calling thread.
+engine_result run_coordinator(caf::actor_system& sys, coordinator_actor coord,
+                              std::shared_ptr<engine_result> result);
+
 /// Whether run_job spawns the job's workers on CAF's scheduler (true) or detached, one thread
 /// each (false): detached when a step may block a thread (a device, simulated compute,
 /// stragglers) or when several workers compete for the cores.

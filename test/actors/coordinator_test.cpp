@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/barrier.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/engine.hpp"
 #include "actors/system.hpp"
@@ -44,48 +43,35 @@ TEST(coordinator_test, impossible_progress_reports_are_ignored_and_named) {
   bad[5].worker = 7;  // the job has 2 workers
   for (auto& r : bad) r.step = 1;
 
-  coordinator_config cc;
-  cc.job = job;
-  cc.data = data;
-  cc.ranges = job_ranges(job);
-  for (auto& sc : make_shard_configs(job)) cc.shards.push_back(sys.spawn(shard, std::move(sc)));
-  cc.fronts = make_fronts(sys, job, cc.shards);
-  auto train = std::shared_ptr<const dataset>(data, &data->train);
-  for (int w = 0; w < job.workers; ++w)
-    cc.workers.push_back(sys.spawn<caf::detached>(worker, make_worker_config(job, train, w)));
   std::mutex mtx;
   std::vector<std::string> events;
-  auto coord_handle = std::make_shared<coordinator_actor>();
+  auto coord = std::make_shared<coordinator_actor>();
   bool sent = false;  // touched on the coordinator's thread only
-  cc.hooks.tick = std::chrono::milliseconds(5);
-  cc.hooks.on_event = [&](const std::string& e) {
+  engine_hooks hooks;
+  hooks.tick = std::chrono::milliseconds(5);
+  hooks.on_event = [&](const std::string& e) {
     std::lock_guard<std::mutex> guard{mtx};
     events.push_back(e);
   };
-  cc.hooks.on_tick = [&, coord_handle](const progress_point&, double) {
+  hooks.on_tick = [&, coord](const progress_point&, double) {
     if (sent) return;
     sent = true;
-    for (auto& r : bad) caf::anon_send(*coord_handle, progress_atom::value, r);
+    for (auto& r : bad) caf::anon_send(*coord, progress_atom::value, r);
   };
-  cc.result = std::make_shared<engine_result>();
+  auto cc = wire_job(sys, job, data, std::move(hooks));
   auto result = cc.result;
-  *coord_handle = sys.spawn(coordinator, std::move(cc));
-  {
-    caf::scoped_actor self{sys};
-    self->request(*coord_handle, caf::infinite, run_atom::value)
-        .receive([](const std::string&) {},
-                 [&](const caf::error& err) { ADD_FAILURE() << describe_error(err); });
-    self->wait_for(*coord_handle);
-  }
-  ASSERT_TRUE(result->ok) << result->error;
+  *coord = sys.spawn(coordinator, std::move(cc));
+  auto res = run_coordinator(sys, *coord, result);
+  ASSERT_TRUE(res.ok) << res.error;
   EXPECT_TRUE(sent) << "the job ended before the first tick";
-  EXPECT_EQ(result->samples, 2 * 4000);  // none of the bad reports' samples counted
+  EXPECT_EQ(res.samples, 2 * 4000);  // none of the bad reports' samples counted
   std::lock_guard<std::mutex> guard{mtx};
   int ignored = 0;
   for (auto& e : events)
     if (e.find("ignored an invalid progress report") != std::string::npos) ++ignored;
   EXPECT_EQ(ignored, 6);
-  EXPECT_TRUE(std::isfinite(result->history.back().train_loss));
+  ASSERT_FALSE(res.history.empty());
+  EXPECT_TRUE(std::isfinite(res.history.back().train_loss));
 }
 
 }  // namespace

@@ -103,6 +103,14 @@ struct multiprocess_test : ::testing::Test {
     }
   }
 
+  /// The shard that ps process `ps` (an index into kids) holds, from the coordinator's log
+  /// ("ps node 'ps-<pid>' registered as ps <index>"); empty when the log does not say.
+  std::string shard_of(std::size_t coord, std::size_t ps) {
+    return wait_for_line(coord,
+                         "ps node 'ps-" + std::to_string(kids[ps].pid) + "' registered as ps ",
+                         std::chrono::seconds(0));
+  }
+
   /// Waits (bounded) until child k printed `what`; returns the text after it up to the line end.
   std::string wait_for_line(std::size_t k, const std::string& what, std::chrono::seconds bound) {
     auto deadline = clock_type::now() + bound;
@@ -254,8 +262,7 @@ TEST_F(multiprocess_test, a_sigstopped_ps_process_fails_the_job_within_a_second)
   auto coord = start_cluster();
   ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
   auto victim = std::size_t{1};  // the first ps process
-  auto index = wait_for_line(
-      coord, "ps node 'ps-" + std::to_string(kids[victim].pid) + "' registered as ps ", 0s);
+  auto index = shard_of(coord, victim);
   ASSERT_FALSE(index.empty()) << kids[coord].text;
   auto stopped_at = clock_type::now();
   ASSERT_EQ(::kill(kids[victim].pid, SIGSTOP), 0);
@@ -279,9 +286,7 @@ TEST_F(multiprocess_test, a_sigkilled_ps_process_fails_the_job_naming_its_shard)
   auto coord = start_cluster();
   ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
   auto victim = std::size_t{1};  // the first ps process
-  // With 2 shards on 2 ps nodes, ps node i holds shard i; its index is in the coordinator's log.
-  auto index = wait_for_line(
-      coord, "ps node 'ps-" + std::to_string(kids[victim].pid) + "' registered as ps ", 0s);
+  auto index = shard_of(coord, victim);
   ASSERT_FALSE(index.empty()) << kids[coord].text;
   ::kill(kids[victim].pid, SIGKILL);
   auto failed = wait_for_line(coord, "job failed: ", 15s);
