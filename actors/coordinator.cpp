@@ -36,7 +36,8 @@ template <class K, class E>
 void gather_params(self_ptr self, K k, E on_err, std::int64_t step = -1) {
   auto& st = self->state;
   auto n = static_cast<std::size_t>(st.cfg.ranges.back().end);
-  auto params = std::make_shared<std::vector<float>>(n);
+  // Filled when the first slice arrives: sync asks for every evaluation point at the start.
+  auto params = std::make_shared<std::vector<float>>();
   auto& from = step >= 0 ? st.cfg.fronts : st.cfg.shards;
   auto left = std::make_shared<std::size_t>(from.size());
   // A step that is far off may be minutes away: no deadline but the job's own end.
@@ -44,8 +45,9 @@ void gather_params(self_ptr self, K k, E on_err, std::int64_t step = -1) {
   for (std::size_t s = 0; s < from.size(); ++s) {
     self->request(from[s], timeout, pull_atom::value, pull_request{-1, step})
         .then(
-            [self, s, params, left, k](weights& w) {
+            [self, s, n, params, left, k](weights& w) {
               auto& r = self->state.cfg.ranges[s];
+              if (params->empty()) params->resize(n);
               if (w.values.size() != static_cast<std::size_t>(r.end - r.begin)) {
                 self->quit(make_error(errc::bad_length,
                                       "shard " + std::to_string(s) + " returned the wrong length"));
@@ -86,15 +88,15 @@ void evaluate_now(self_ptr self, bool final_eval) {
 }
 
 /// sync: evaluates the weights after exactly global step `step` (the barriers hold the pull until
-/// then), then asks for the next one. Each point is the same in every run of the same seed, in one
-/// process or across nodes; only its time and train loss depend on arrival order.
+/// then). Each point is the same in every run of the same seed, in one process or across nodes;
+/// only its time and train loss depend on arrival order. Every point is asked for before the
+/// workers start: a request that reached a barrier after its step would get later weights.
 void evaluate_at_step(self_ptr self, std::int64_t step) {
   gather_params(
       self,
       [self, step](std::vector<float> params) {
         if (self->state.finishing) return;  // the final evaluation covers it
         record_eval(self, std::move(params), false, step);
-        if (!self->state.finishing) evaluate_at_step(self, step + self->state.eval_steps);
       },
       [self](caf::error& err) {
         // A barrier stopped at the end of the job while holding a step the job never reached.
@@ -308,20 +310,25 @@ coordinator_actor::behavior_type coordinator(
           self->monitor(t.handle);
           st.workers.push_back(std::move(t));
         }
-        for (int i = 0; i < n; ++i) {
-          auto r = shard_range(rows, n, i);
-          assign(self, static_cast<std::size_t>(i), {shard_range_t{r.first, r.second}},
-                 st.cfg.job.epochs);
-        }
         // sync (one barrier per shard, every worker its own group): evaluation at fixed global
-        // steps, one step being a batch from each worker.
+        // steps, one step being a batch from each worker. All points are asked for now, before
+        // any worker has work (the barriers hold each until its step); a point the job does not
+        // reach fails when the barriers stop, after the final evaluation.
         auto& job = st.cfg.job;
         if (job.mode == "sync" && !job.local_aggregation && job.eval_every > 0 &&
             job.eval_every < job.epochs) {
           auto per_step = static_cast<double>(n) * job.batch;
           st.eval_steps = std::max<std::int64_t>(
               1, std::llround(job.eval_every * static_cast<double>(rows) / per_step));
-          evaluate_at_step(self, st.eval_steps);
+          auto total_steps = static_cast<std::int64_t>(
+              std::ceil(static_cast<double>(st.target_samples) / per_step));
+          for (auto at = st.eval_steps; at <= total_steps + st.eval_steps; at += st.eval_steps)
+            evaluate_at_step(self, at);
+        }
+        for (int i = 0; i < n; ++i) {
+          auto r = shard_range(rows, n, i);
+          assign(self, static_cast<std::size_t>(i), {shard_range_t{r.first, r.second}},
+                 st.cfg.job.epochs);
         }
         st.front_stats.assign(st.cfg.fronts.size(), shard_stats{});
         if (st.cfg.hooks.hub && st.cfg.hooks.tick > std::chrono::milliseconds(250))

@@ -1,8 +1,11 @@
 // The coordinator against a misbehaving peer: progress reports that cannot be true (from a buggy
-// or hostile node) are ignored, each named in an event, and the job's counts stay exact.
+// or hostile node) are ignored, each named in an event, and the job's counts stay exact. And
+// against its own slowness: sync evaluation points stay where they belong when evaluating takes
+// longer than the workers need to reach the next point.
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -72,6 +75,55 @@ TEST(coordinator_test, impossible_progress_reports_are_ignored_and_named) {
   EXPECT_EQ(ignored, 6);
   ASSERT_FALSE(res.history.empty());
   EXPECT_TRUE(std::isfinite(res.history.back().train_loss));
+}
+
+// Sync evaluates the weights after fixed global steps. Here each evaluation (the on_eval hook
+// runs inside it) takes 40 ms, several times what the workers need for the 52 steps to the next
+// point: every point must still be the weights after exactly its step, the same as in a run whose
+// evaluations are instant. (Asked for one at a time, each after the previous one was evaluated,
+// the later points got later weights under their step's label.)
+TEST(coordinator_test, slow_evaluations_do_not_move_sync_evaluation_points) {
+  caf::actor_system_config cfg;
+  prepare_config(cfg);
+  caf::actor_system sys{cfg};
+  job_spec job;
+  job.model.kind = "linear";
+  job.data.kind = "synthetic_linear";
+  job.data.rows = 20000;
+  job.data.test_rows = 1000;
+  job.data.features = 20;
+  job.data.noise = 0.01f;
+  job.mode = "sync";
+  job.workers = 3;
+  job.shards = 2;
+  job.batch = 32;
+  job.epochs = 2;
+  job.eval_every = 0.25;  // every 52 global steps of 3 x 32 rows
+  job.optim.kind = "sgd";
+  job.optim.lr = 0.02f;
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+
+  auto fast = run_job(sys, job, data);
+  engine_hooks slow_hooks;
+  slow_hooks.on_eval = [](const progress_point&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  };
+  auto slow = run_job(sys, job, data, std::move(slow_hooks));
+  ASSERT_TRUE(fast.ok) << fast.error;
+  ASSERT_TRUE(slow.ok) << slow.error;
+  // 8 points in 2 epochs (the last may fall on the final step or past it) and the final one.
+  ASSERT_GE(fast.history.size(), 8u);
+  ASSERT_EQ(slow.history.size(), fast.history.size());
+  for (std::size_t i = 0; i + 1 < fast.history.size(); ++i) {
+    SCOPED_TRACE("evaluation point " + std::to_string(i));
+    EXPECT_EQ(fast.history[i].step, static_cast<std::int64_t>(52 * (i + 1)));
+    EXPECT_EQ(slow.history[i].step, fast.history[i].step);
+    EXPECT_NEAR(slow.history[i].test_loss, fast.history[i].test_loss,
+                1e-5 * fast.history[i].test_loss);
+  }
+  // The weights move between points: equal losses are not two copies of one point.
+  EXPECT_GT(fast.history.front().test_loss, 2 * fast.history[fast.history.size() - 2].test_loss);
 }
 
 }  // namespace
