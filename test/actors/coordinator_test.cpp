@@ -12,6 +12,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/engine.hpp"
 #include "actors/system.hpp"
+#include "test/support/jobs.hpp"
 
 namespace actrain {
 namespace {
@@ -86,21 +87,9 @@ TEST(coordinator_test, slow_evaluations_do_not_move_sync_evaluation_points) {
   caf::actor_system_config cfg;
   prepare_config(cfg);
   caf::actor_system sys{cfg};
-  job_spec job;
-  job.model.kind = "linear";
-  job.data.kind = "synthetic_linear";
-  job.data.rows = 20000;
-  job.data.test_rows = 1000;
-  job.data.features = 20;
-  job.data.noise = 0.01f;
+  auto job = test::linear_job(3, 2);
   job.mode = "sync";
-  job.workers = 3;
-  job.shards = 2;
-  job.batch = 32;
-  job.epochs = 2;
   job.eval_every = 0.25;  // every 52 global steps of 3 x 32 rows
-  job.optim.kind = "sgd";
-  job.optim.lr = 0.02f;
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
 

@@ -1,35 +1,13 @@
 #pragma once
-// The linear-regression job the integration tests train (the seed's case study, small enough to
-// finish in seconds): 20,000 rows of 20 features, 6 epochs, cosine-annealed SGD.
+// The simulated cluster the integration tests train linear_job (test/support/jobs.hpp) on.
 #include <chrono>
 #include <memory>
 
 #include "actors/engine.hpp"
 #include "actors/sim_cluster.hpp"
+#include "test/support/jobs.hpp"
 
 namespace actrain::test {
-
-inline job_spec linear_job(int workers, int epochs = 6) {
-  job_spec job;
-  job.name = "integration-linear";
-  job.model.kind = "linear";
-  job.data.kind = "synthetic_linear";
-  job.data.rows = 20000;
-  job.data.test_rows = 1000;
-  job.data.features = 20;
-  job.data.noise = 0.01f;
-  job.workers = workers;
-  job.shards = 2;
-  job.batch = 32;
-  job.epochs = epochs;
-  job.eval_every = 100;  // only the final evaluation
-  job.optim.kind = "sgd";
-  job.optim.lr = 0.02f;
-  job.optim.schedule = "cosine";
-  job.optim.total_steps = epochs * 20000 / 32;
-  job.optim.min_lr = 1e-4f;
-  return job;
-}
 
 /// A simulated cluster for `job` (model fitted to its data): 2 ps nodes, a token, bounded joins.
 inline sim_cluster_config sim_config(job_spec job) {
