@@ -95,8 +95,15 @@ void evaluate_at_step(self_ptr self, std::int64_t step) {
   gather_params(
       self,
       [self, step](std::vector<float> params) {
-        if (self->state.finishing) return;  // the final evaluation covers it
+        auto& st = self->state;
+        if (st.finishing) return;  // the final evaluation covers it
         record_eval(self, std::move(params), false, step);
+        // The job outran the points asked for at the start (rows of a lost worker reassigned to
+        // fewer workers take more global steps): one more at a time from here.
+        if (step == st.last_eval_step) {
+          st.last_eval_step += st.eval_steps;
+          evaluate_at_step(self, st.last_eval_step);
+        }
       },
       [self](caf::error& err) {
         // A barrier stopped at the end of the job while holding a step the job never reached.
@@ -322,8 +329,10 @@ coordinator_actor::behavior_type coordinator(
               1, std::llround(job.eval_every * static_cast<double>(rows) / per_step));
           auto total_steps = static_cast<std::int64_t>(
               std::ceil(static_cast<double>(st.target_samples) / per_step));
-          for (auto at = st.eval_steps; at <= total_steps + st.eval_steps; at += st.eval_steps)
+          for (auto at = st.eval_steps; at <= total_steps + st.eval_steps; at += st.eval_steps) {
             evaluate_at_step(self, at);
+            st.last_eval_step = at;
+          }
         }
         for (int i = 0; i < n; ++i) {
           auto r = shard_range(rows, n, i);

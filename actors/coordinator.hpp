@@ -89,6 +89,7 @@ struct coordinator_state {
   /// sync: evaluate after every `eval_steps` global steps, on the weights of exactly that step
   /// (0: by samples reported, as in async and ssp).
   std::int64_t eval_steps = 0;
+  std::int64_t last_eval_step = 0;  ///< sync: the furthest evaluation point asked for so far
   bool finishing = false;
   bool stopping_early = false;
   std::vector<shard_stats> front_stats;  ///< latest stats of each front (refreshed every tick)

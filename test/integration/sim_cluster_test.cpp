@@ -375,7 +375,7 @@ std::unique_ptr<sim_cluster> start_and_wait_for_training(sim_cluster_config& c) 
 // worker, and the sync job completes. The cut node notices the coordinator is gone and stops.
 TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_the_job) {
   auto c = sync_job(2, 2);
-  auto cluster = start_and_wait_for_training(c);
+  auto cluster = start_and_wait_for_training(c);  // evaluates every 0.5 epoch: 104 global steps
   cluster->cut_links(sim_node::worker(1));
   auto res = cluster->wait(25s);
   ASSERT_TRUE(res.ok) << res.error;
@@ -388,6 +388,17 @@ TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_th
   EXPECT_GE(res.samples, 2 * 20000 - 3 * 32);
   auto best = least_squares_mse(c.data->train);
   EXPECT_LT((train_mse(c, res) - best) / best, 0.05);
+  // The lost worker's rows went to one of the others, which takes more global steps than the
+  // 417 the coordinator planned evaluation points for (3 workers): the points go on to the end,
+  // 104 steps apart, then the final evaluation.
+  ASSERT_FALSE(res.shards.empty());
+  auto steps = res.shards[0].version;
+  std::cerr << "global steps " << steps << ", evaluation points " << res.history.size() << "\n";
+  EXPECT_GT(steps, 417 + 2 * 104);
+  ASSERT_GE(res.history.size(), 2u);
+  for (std::size_t i = 0; i + 1 < res.history.size(); ++i)
+    EXPECT_EQ(res.history[i].step, static_cast<std::int64_t>(104 * (i + 1))) << "point " << i;
+  EXPECT_GT(res.history[res.history.size() - 2].step, steps - 104);
 }
 
 // A worker node's link goes silent (bytes swallowed, sockets left open): nothing is closed, so
