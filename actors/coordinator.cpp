@@ -10,6 +10,10 @@ namespace {
 
 using self_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
 constexpr std::chrono::seconds request_timeout{60};
+/// sync: evaluation points asked for ahead of the workers. Evaluations may fall this many points
+/// behind the training before a point's request could reach its barrier late; every held request
+/// costs a barrier a check per step.
+constexpr int eval_window = 16;
 
 double elapsed(const coordinator_state& st) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - st.start).count();
@@ -89,8 +93,9 @@ void evaluate_now(self_ptr self, bool final_eval) {
 
 /// sync: evaluates the weights after exactly global step `step` (the barriers hold the pull until
 /// then). Each point is the same in every run of the same seed, in one process or across nodes;
-/// only its time and train loss depend on arrival order. Every point is asked for before the
-/// workers start: a request that reached a barrier after its step would get later weights.
+/// only its time and train loss depend on arrival order. The coordinator keeps eval_window points
+/// asked for ahead, the first ones before the workers start: a request that reached a barrier
+/// after its step would get later weights (or none, the job having ended).
 void evaluate_at_step(self_ptr self, std::int64_t step) {
   gather_params(
       self,
@@ -98,12 +103,9 @@ void evaluate_at_step(self_ptr self, std::int64_t step) {
         auto& st = self->state;
         if (st.finishing) return;  // the final evaluation covers it
         record_eval(self, std::move(params), false, step);
-        // The job outran the points asked for at the start (rows of a lost worker reassigned to
-        // fewer workers take more global steps): one more at a time from here.
-        if (step == st.last_eval_step) {
-          st.last_eval_step += st.eval_steps;
-          evaluate_at_step(self, st.last_eval_step);
-        }
+        // Keep eval_window points asked for ahead.
+        st.last_eval_step += st.eval_steps;
+        evaluate_at_step(self, st.last_eval_step);
       },
       [self](caf::error& err) {
         // A barrier stopped at the end of the job while holding a step the job never reached.
@@ -318,20 +320,19 @@ coordinator_actor::behavior_type coordinator(
           st.workers.push_back(std::move(t));
         }
         // sync (one barrier per shard, every worker its own group): evaluation at fixed global
-        // steps, one step being a batch from each worker. All points are asked for now, before
-        // any worker has work (the barriers hold each until its step); a point the job does not
-        // reach fails when the barriers stop, after the final evaluation.
+        // steps, one step being a batch from each worker. The first eval_window points are asked
+        // for now, before any worker has work (the barriers hold each until its step), and one
+        // more each time a point is evaluated; the points the job does not reach fail when the
+        // barriers stop, after the final evaluation.
         auto& job = st.cfg.job;
         if (job.mode == "sync" && !job.local_aggregation && job.eval_every > 0 &&
             job.eval_every < job.epochs) {
           auto per_step = static_cast<double>(n) * job.batch;
           st.eval_steps = std::max<std::int64_t>(
               1, std::llround(job.eval_every * static_cast<double>(rows) / per_step));
-          auto total_steps = static_cast<std::int64_t>(
-              std::ceil(static_cast<double>(st.target_samples) / per_step));
-          for (auto at = st.eval_steps; at <= total_steps + st.eval_steps; at += st.eval_steps) {
-            evaluate_at_step(self, at);
-            st.last_eval_step = at;
+          for (int k = 0; k < eval_window; ++k) {
+            st.last_eval_step += st.eval_steps;
+            evaluate_at_step(self, st.last_eval_step);
           }
         }
         for (int i = 0; i < n; ++i) {

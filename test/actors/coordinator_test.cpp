@@ -78,35 +78,47 @@ TEST(coordinator_test, impossible_progress_reports_are_ignored_and_named) {
   EXPECT_TRUE(std::isfinite(res.history.back().train_loss));
 }
 
-// Sync evaluates the weights after fixed global steps. Here each evaluation (the on_eval hook
-// runs inside it) takes 40 ms, several times what the workers need for the 52 steps to the next
-// point: every point must still be the weights after exactly its step, the same as in a run whose
-// evaluations are instant. (Asked for one at a time, each after the previous one was evaluated,
-// the later points got later weights under their step's label.)
+// Sync evaluates the weights after fixed global steps (every 21 here, 19 points). In the slow run
+// the first evaluation (the on_eval hook runs inside it) holds the coordinator until the shards
+// have applied 168 steps, 8 points further: every point must still be the weights after exactly
+// its step, the same as in a run whose evaluations are instant. The coordinator asks for 16
+// points before the workers start and one more after each evaluation. (Asked for one at a time,
+// each after the previous one was evaluated, the later points got later weights under their
+// step's label; asked for all up front without the follow-ups, points 17-19 never came.)
 TEST(coordinator_test, slow_evaluations_do_not_move_sync_evaluation_points) {
   caf::actor_system_config cfg;
   prepare_config(cfg);
   caf::actor_system sys{cfg};
   auto job = test::linear_job(3, 2);
   job.mode = "sync";
-  job.eval_every = 0.25;  // every 52 global steps of 3 x 32 rows
+  job.eval_every = 0.1;  // every 21 global steps of 3 x 32 rows
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
 
   auto fast = run_job(sys, job, data);
-  engine_hooks slow_hooks;
-  slow_hooks.on_eval = [](const progress_point&) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  auto cc = wire_job(sys, job, data);
+  auto shard0 = cc.shards.at(0);
+  std::int64_t held_until = -1;  // the shard's version when the first evaluation let go
+  cc.hooks.on_eval = [&sys, shard0, &held_until](const progress_point&) {
+    if (held_until >= 0) return;
+    caf::scoped_actor asker{sys};
+    for (int tries = 0; tries < 5000 && held_until < 168; ++tries) {  // 5 s at most
+      asker->request(shard0, std::chrono::seconds(1), stats_atom::value)
+          .receive([&](const shard_stats& s) { held_until = s.version; }, [](caf::error&) {});
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   };
-  auto slow = run_job(sys, job, data, std::move(slow_hooks));
+  auto result = cc.result;
+  auto slow = run_coordinator(sys, sys.spawn(coordinator, std::move(cc)), result);
   ASSERT_TRUE(fast.ok) << fast.error;
   ASSERT_TRUE(slow.ok) << slow.error;
-  // 8 points in 2 epochs (the last may fall on the final step or past it) and the final one.
-  ASSERT_GE(fast.history.size(), 8u);
+  EXPECT_GE(held_until, 168);
+  // 19 points in 2 epochs (418 global steps) and the final evaluation.
+  ASSERT_GE(fast.history.size(), 20u);
   ASSERT_EQ(slow.history.size(), fast.history.size());
   for (std::size_t i = 0; i + 1 < fast.history.size(); ++i) {
     SCOPED_TRACE("evaluation point " + std::to_string(i));
-    EXPECT_EQ(fast.history[i].step, static_cast<std::int64_t>(52 * (i + 1)));
+    EXPECT_EQ(fast.history[i].step, static_cast<std::int64_t>(21 * (i + 1)));
     EXPECT_EQ(slow.history[i].step, fast.history[i].step);
     EXPECT_NEAR(slow.history[i].test_loss, fast.history[i].test_loss,
                 1e-5 * fast.history[i].test_loss);
