@@ -389,8 +389,8 @@ TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_th
   auto best = least_squares_mse(c.data->train);
   EXPECT_LT((train_mse(c, res) - best) / best, 0.05);
   // The lost worker's rows went to one of the others, which takes more global steps than the
-  // 417 the coordinator planned evaluation points for (3 workers): the points go on to the end,
-  // 104 steps apart, then the final evaluation.
+  // 417 of 3 workers: the evaluation points go on to the end, 104 steps apart, then the final
+  // evaluation.
   ASSERT_FALSE(res.shards.empty());
   auto steps = res.shards[0].version;
   std::cerr << "global steps " << steps << ", evaluation points " << res.history.size() << "\n";
