@@ -40,7 +40,7 @@ template <class K, class E>
 void gather_params(self_ptr self, K k, E on_err, std::int64_t step = -1) {
   auto& st = self->state;
   auto n = static_cast<std::size_t>(st.cfg.ranges.back().end);
-  // Filled when the first slice arrives: sync asks for every evaluation point at the start.
+  // Filled when the first slice arrives: sync keeps requests for points far ahead waiting.
   auto params = std::make_shared<std::vector<float>>();
   auto& from = step >= 0 ? st.cfg.fronts : st.cfg.shards;
   auto left = std::make_shared<std::size_t>(from.size());

@@ -10,6 +10,7 @@
 
 #include "actors/barrier.hpp"
 #include "actors/engine.hpp"
+#include "test/support/jobs.hpp"
 #include "train_harness.hpp"
 
 namespace actrain {
@@ -91,23 +92,11 @@ TEST_F(barrier_train_test, sync_with_n_workers_equals_the_reference_with_an_n_ti
 
 TEST_F(barrier_train_test,
        ssp_keeps_every_worker_within_the_bound_of_the_slowest_with_a_straggler) {
-  job_spec job;
-  job.model.kind = "linear";
-  job.data.kind = "synthetic_linear";
-  job.data.rows = 4000;
-  job.data.test_rows = 200;
-  job.data.features = 10;
-  job.workers = 4;
-  job.shards = 2;
-  job.batch = 16;
-  job.epochs = 2;
-  job.eval_every = 100;
+  auto job = test::small_linear_job(4);
   job.mode = "ssp";
   job.ssp_bound = 2;
   job.stragglers = {3};
   job.straggler_delay_s = 0.002;
-  job.optim.kind = "sgd";
-  job.optim.lr = 0.02f;
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
   // run_job's wiring, with a log on barrier 0.

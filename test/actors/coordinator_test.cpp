@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -21,20 +20,8 @@ TEST(coordinator_test, impossible_progress_reports_are_ignored_and_named) {
   caf::actor_system_config cfg;
   prepare_config(cfg);
   caf::actor_system sys{cfg};
-  job_spec job;
-  job.model.kind = "linear";
-  job.data.kind = "synthetic_linear";
-  job.data.rows = 4000;
-  job.data.test_rows = 200;
-  job.data.features = 10;
-  job.workers = 2;
-  job.shards = 2;
-  job.batch = 16;
-  job.epochs = 2;
-  job.eval_every = 100;
+  auto job = test::small_linear_job(2);
   job.simulated_compute_s = 0.0005;  // ~125 ms: ticks of 5 ms come while workers report
-  job.optim.kind = "sgd";
-  job.optim.lr = 0.02f;
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
 
@@ -97,16 +84,15 @@ TEST(coordinator_test, slow_evaluations_do_not_move_sync_evaluation_points) {
 
   auto fast = run_job(sys, job, data);
   auto cc = wire_job(sys, job, data);
-  auto shard0 = cc.shards.at(0);
+  auto barrier0 = cc.fronts.at(0);
   std::int64_t held_until = -1;  // the shard's version when the first evaluation let go
-  cc.hooks.on_eval = [&sys, shard0, &held_until](const progress_point&) {
+  cc.hooks.on_eval = [&sys, barrier0, &held_until](const progress_point&) {
     if (held_until >= 0) return;
+    // An observer's pull for step 168: the barrier answers once 168 steps are applied.
     caf::scoped_actor asker{sys};
-    for (int tries = 0; tries < 5000 && held_until < 168; ++tries) {  // 5 s at most
-      asker->request(shard0, std::chrono::seconds(1), stats_atom::value)
-          .receive([&](const shard_stats& s) { held_until = s.version; }, [](caf::error&) {});
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    asker->request(barrier0, std::chrono::seconds(5), pull_atom::value, pull_request{-1, 168})
+        .receive([&](const weights& w) { held_until = w.version; },
+                 [&](caf::error&) { held_until = 0; });
   };
   auto result = cc.result;
   auto slow = run_coordinator(sys, sys.spawn(coordinator, std::move(cc)), result);

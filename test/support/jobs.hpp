@@ -27,4 +27,23 @@ inline job_spec linear_job(int workers, int epochs = 6) {
   return job;
 }
 
+/// A quicker linear job for tests of coordination rather than of convergence: 4000 rows of 10
+/// features, batch 16, 2 epochs, 2 shards, plain SGD, only the final evaluation.
+inline job_spec small_linear_job(int workers) {
+  job_spec job;
+  job.model.kind = "linear";
+  job.data.kind = "synthetic_linear";
+  job.data.rows = 4000;
+  job.data.test_rows = 200;
+  job.data.features = 10;
+  job.workers = workers;
+  job.shards = 2;
+  job.batch = 16;
+  job.epochs = 2;
+  job.eval_every = 100;
+  job.optim.kind = "sgd";
+  job.optim.lr = 0.02f;
+  return job;
+}
+
 }  // namespace actrain::test
