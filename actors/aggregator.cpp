@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <actrain/job.hpp>
 #include "actors/held_pulls.hpp"
-#include "train/job.hpp"
 
 namespace actrain {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "actors/protocol.hpp"
+#include <actrain/protocol.hpp>
 
 namespace actrain {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include <actrain/job.hpp>
 #include "actors/held_pulls.hpp"
-#include "train/job.hpp"
 
 namespace actrain {
 

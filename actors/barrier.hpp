@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/protocol.hpp"
+#include <actrain/protocol.hpp>
 
 namespace actrain {
 

@@ -5,53 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "actors/protocol.hpp"
-#include "observe/run_state.hpp"
-#include "tensor/backend.hpp"
-#include "train/job.hpp"
-#include "train/reference_trainer.hpp"
+#include <actrain/backend.hpp>
+#include <actrain/engine.hpp>
+#include <actrain/job.hpp>
+#include <actrain/protocol.hpp>
+#include <actrain/reference_trainer.hpp>
+#include <actrain/run_state.hpp>
 
 namespace actrain {
-
-/// What a finished job returns.
-struct engine_result {
-  bool ok = false;
-  std::string error;                    ///< why the job failed, when !ok
-  std::vector<float> params;            ///< final parameters, assembled from the shards
-  std::vector<progress_point> history;  ///< one point per evaluation
-  double seconds = 0;                   ///< wall time from the first assignment to the last step
-  std::int64_t samples = 0;
-  double samples_per_s = 0;
-  eval_result test;                               ///< final evaluation
-  std::vector<std::int64_t> staleness_histogram;  ///< summed over shards
-  std::vector<shard_stats> shards;
-  int workers_lost = 0;
-};
-
-/// Callbacks the coordinator makes on its own thread (keep them short).
-struct engine_hooks {
-  std::function<void(const progress_point&)> on_eval;  ///< after every evaluation
-  std::function<void(const std::string&)> on_event;    ///< one-line events (worker lost, ...)
-  std::chrono::milliseconds tick{1000};                ///< console/metrics period
-  std::function<void(const progress_point&, double eta_s)> on_tick;  ///< periodic progress
-  /// When set, the coordinator publishes the run's state there every tick (HTTP endpoint,
-  /// console, metrics file read it). Not owned; must outlive the job.
-  observe::metrics_hub* hub = nullptr;
-  /// A worker silent for longer than this (or a barrier step held this long) is named as a stall.
-  double stall_after_s = 1.0;
-};
-
-/// Everything a coordinator drives. The handles may be local actors or remote proxies.
-struct coordinator_config {
-  job_spec job;
-  std::shared_ptr<const job_data> data;
-  std::vector<shard_actor> shards;  ///< the shards themselves (evaluation, stats)
-  std::vector<shard_actor> fronts;  ///< what workers talk to: the shards, or barriers
-  std::vector<shard_range_t> ranges;
-  std::vector<worker_actor> workers;
-  engine_hooks hooks;
-  std::shared_ptr<engine_result> result;  ///< filled before run's reply
-};
 
 struct worker_track {
   worker_actor handle;

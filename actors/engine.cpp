@@ -1,13 +1,16 @@
-#include "actors/engine.hpp"
+#include <actrain/engine.hpp>
 
 #include <algorithm>
 #include <stdexcept>
 #include <thread>
 
+#include <actrain/backend.hpp>
+#include <actrain/system.hpp>
 #include "actors/aggregator.hpp"
 #include "actors/barrier.hpp"
-#include "actors/system.hpp"
-#include "tensor/backend.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/shard.hpp"
+#include "actors/worker.hpp"
 
 namespace actrain {
 
@@ -130,6 +133,15 @@ engine_result run_job(caf::actor_system& sys, const job_spec& job,
   auto cc = wire_job(sys, job, std::move(data), std::move(hooks));
   auto result = cc.result;
   return run_coordinator(sys, sys.spawn(coordinator, std::move(cc)), std::move(result));
+}
+
+shard_actor spawn_shard(caf::actor_system& sys, shard_config cfg) {
+  return sys.spawn(shard, std::move(cfg));
+}
+
+worker_actor spawn_worker(caf::actor_system& sys, worker_config cfg, bool detached) {
+  if (detached) return sys.spawn<caf::detached>(worker, std::move(cfg));
+  return sys.spawn(worker, std::move(cfg));
 }
 
 }  // namespace actrain

@@ -1,4 +1,4 @@
-#include "actors/protocol.hpp"
+#include <actrain/protocol.hpp>
 
 #include <stdexcept>
 

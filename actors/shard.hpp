@@ -3,19 +3,11 @@
 #include <memory>
 #include <vector>
 
-#include "actors/protocol.hpp"
-#include "optim/optim.hpp"
+#include <actrain/engine.hpp>
+#include <actrain/optim.hpp>
+#include <actrain/protocol.hpp>
 
 namespace actrain {
-
-/// How to build one shard.
-struct shard_config {
-  std::int32_t index = 0;
-  std::vector<float> init;  ///< initial values of the slice this shard owns
-  optim_spec optim;
-  staleness_policy staleness;
-  std::size_t histogram_bins = 33;  ///< staleness 0..31, and a last bin for >= 32
-};
 
 /// Owns one contiguous slice of the model and its optimizer state, and applies every push as it
 /// arrives (async SGD). Pulls are answered from a snapshot tensor that is shared by every pull
@@ -24,7 +16,7 @@ struct shard_state {
   static inline const char* name = "actrain.shard";
   std::int32_t index = 0;
   std::vector<float> values;
-  tensor snapshot;  ///< values at `version`, empty after a push until the next pull
+  tensor snapshot;            ///< values at `version`, empty after a push until the next pull
   tensor_pool old_snapshots;  ///< earlier snapshots, recycled once no worker reads them
   std::unique_ptr<optimizer> opt;
   optim_spec optim;

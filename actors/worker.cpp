@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "optim/optim.hpp"
+#include <actrain/optim.hpp>
 #include "tensor/device.hpp"
 
 namespace actrain {

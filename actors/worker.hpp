@@ -8,36 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "actors/protocol.hpp"
-#include "data/dataset.hpp"
-#include "model/model.hpp"
+#include <actrain/data.hpp>
+#include <actrain/engine.hpp>
+#include <actrain/model.hpp>
+#include <actrain/protocol.hpp>
 
 namespace actrain {
-
-/// How to build one worker. The training data is shared (read-only) between the workers of a
-/// process; an assignment says which rows of it this worker walks.
-struct worker_config {
-  std::int32_t id = 0;
-  model_spec model;
-  std::shared_ptr<const dataset> train;
-  int batch = 64;
-  std::uint64_t seed = 42;     ///< batches use seed + id (worker 0 matches the reference)
-  std::string device = "cpu";  ///< "cpu", "cuda:N", "auto"
-  float clip_norm = 0;
-  int window = 2;        ///< max pushes in flight per shard (back-pressure)
-  bool prefetch = true;  ///< pull step t+1 while computing step t
-  /// Push with push_pull: the reply to step t's slice is step t+1's weights (one message each
-  /// way per shard and step, no prefetch). For sync, where t+1's weights cannot come earlier.
-  bool push_pull = false;
-  int report_every = 10;                     ///< steps between progress reports
-  /// Deadline for a shard's answer: the worker fails when requests are outstanding and none has
-  /// been answered for this long (checked by a watchdog every `timeout`, so within 2x of it).
-  std::chrono::milliseconds timeout{60000};
-  double delay_s = 0;                        ///< straggler: extra seconds per step (fixed)
-  double delay_jitter_s = 0;       ///< straggler: plus uniform [0, jitter) seconds per step
-  double simulated_compute_s = 0;  ///< > 0: replace forward/backward by this much busy time
-  bool shuffle = true;             ///< false: walk rows in order (tests that line batches up)
-};
 
 /// Work still to do: rows of the training set, walked `epochs` times.
 struct work_item {

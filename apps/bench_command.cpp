@@ -1,10 +1,10 @@
 #include <iostream>
 
-#include "apps/bench_modes.hpp"
-#include "apps/bench_wire.hpp"
 #include "apps/commands.hpp"
-#include "apps/doc_section.hpp"
 #include "bench/bench.hpp"
+#include "bench/bench_modes.hpp"
+#include "bench/bench_wire.hpp"
+#include "bench/doc_section.hpp"
 
 namespace actrain {
 

@@ -4,6 +4,10 @@
 
 namespace actrain {
 
+/// The whole `actrain` command line (argv[0] is the program): dispatches to train, node, bench.
+/// Returns the process exit code.
+int run_actrain(int argc, char** argv);
+
 /// `actrain train --config FILE [--group.key=value ...]`: a whole cluster in this process.
 int train_command(const std::vector<std::string>& args);
 /// `actrain bench <what> [...]`: benchmarks that print figures and update docs/benchmarks.md.

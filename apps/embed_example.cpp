@@ -4,8 +4,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/engine.hpp"
-#include "actors/system.hpp"
+#include <actrain/engine.hpp>
+#include <actrain/system.hpp>
 
 int main(int argc, char** argv) {
   caf::actor_system_config cfg;
@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   sc.init = {1.f, 1.f, 1.f, 1.f};
   sc.optim.kind = "sgd";
   sc.optim.lr = 0.5f;
-  auto s = sys.spawn(actrain::shard, sc);
+  auto s = actrain::spawn_shard(sys, sc);
   caf::scoped_actor self{sys};
   actrain::gradient g;
   g.rows = 1;

@@ -63,7 +63,8 @@ app_config::app_config() {
       .add<double>("noise", "synthetic: noise standard deviation")
       .add<int64_t>("train-subset", "use the first N training rows (0 = all)")
       .add<int64_t>("test-subset", "use the first N test rows (0 = all)");
-  // `actrain node`: how nodes find and trust each other (actors/cluster.hpp, docs/deployment.md).
+  // `actrain node`: how nodes find and trust each other (include/actrain/cluster.hpp,
+  // docs/deployment.md).
   opt_group{custom_options_, "cluster"}
       .add<str>("role", "coordinator | ps | worker (or --role)")
       .add<str>("host", "coordinator host; the coordinator binds to it (0.0.0.0 = all)")

@@ -4,7 +4,7 @@
 
 #include <caf/all.hpp>
 
-#include "train/job.hpp"
+#include <actrain/job.hpp>
 
 namespace actrain {
 

@@ -14,8 +14,8 @@
 
 #include <pthread.h>
 
+#include <actrain/backend.hpp>
 #include "apps/job_config.hpp"
-#include "tensor/backend.hpp"
 
 namespace actrain {
 

@@ -4,7 +4,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/cluster.hpp"
+#include <actrain/cluster.hpp>
 
 namespace actrain {
 

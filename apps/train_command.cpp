@@ -5,8 +5,8 @@
 #include <memory>
 #include <optional>
 
-#include "actors/engine.hpp"
-#include "actors/system.hpp"
+#include <actrain/engine.hpp>
+#include <actrain/system.hpp>
 #include "apps/commands.hpp"
 #include "apps/job_config.hpp"
 #include "observe/console.hpp"

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "tensor/backend.hpp"
-#include "train/job.hpp"
+#include <actrain/backend.hpp>
+#include <actrain/job.hpp>
 
 namespace actrain {
 

@@ -6,9 +6,9 @@
 #include <sstream>
 #include <thread>
 
+#include <actrain/reference_trainer.hpp>
 #include "bench/bench.hpp"
 #include "bench/median.hpp"
-#include "train/reference_trainer.hpp"
 
 namespace actrain {
 namespace {

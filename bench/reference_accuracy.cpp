@@ -5,9 +5,9 @@
 #include <iostream>
 #include <sstream>
 
+#include <actrain/reference_trainer.hpp>
 #include "bench/bench.hpp"
 #include "data/readers.hpp"
-#include "train/reference_trainer.hpp"
 
 namespace actrain {
 namespace {

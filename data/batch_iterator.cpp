@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "data/dataset.hpp"
+#include <actrain/data.hpp>
 
 namespace actrain {
 

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "data/dataset.hpp"
+#include <actrain/data.hpp>
 
 namespace actrain {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.hpp"
+#include <actrain/data.hpp>
 
 namespace actrain {
 

@@ -1,7 +1,7 @@
 #pragma once
 #include <vector>
 
-#include "model/model.hpp"
+#include <actrain/model.hpp>
 
 namespace actrain {
 

@@ -1,6 +1,6 @@
 // The model base: spec checks, the flat-vector layout and deterministic initialization.
 // The arithmetic of every model kind lives in dense_stack.cpp.
-#include "model/model.hpp"
+#include <actrain/model.hpp>
 
 #include <cmath>
 #include <random>

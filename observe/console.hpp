@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "observe/run_state.hpp"
+#include <actrain/run_state.hpp>
 
 namespace actrain::observe {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <thread>
 
-#include "observe/run_state.hpp"
+#include <actrain/run_state.hpp>
 
 namespace actrain::observe {
 

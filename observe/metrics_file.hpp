@@ -2,7 +2,7 @@
 #include <fstream>
 #include <string>
 
-#include "observe/run_state.hpp"
+#include <actrain/run_state.hpp>
 
 namespace actrain::observe {
 

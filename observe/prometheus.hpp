@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "observe/run_state.hpp"
+#include <actrain/run_state.hpp>
 
 namespace actrain::observe {
 

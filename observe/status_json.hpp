@@ -1,7 +1,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
-#include "observe/run_state.hpp"
+#include <actrain/run_state.hpp>
 
 namespace actrain::observe {
 

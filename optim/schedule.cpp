@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "optim/optim.hpp"
+#include <actrain/optim.hpp>
 
 namespace actrain {
 

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "optim/optim.hpp"
+#include <actrain/optim.hpp>
 
 namespace actrain {
 

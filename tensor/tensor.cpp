@@ -1,4 +1,4 @@
-#include "tensor/tensor.hpp"
+#include <actrain/tensor.hpp>
 
 #include <cstring>
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "train/job.hpp"
+#include <actrain/job.hpp>
 
 namespace actrain {
 

@@ -1,6 +1,6 @@
 // validate(job_spec): every field of a job checked before anything is built, so a bad INI file
 // fails at once with a message that names the field ("job.workers must be >= 1, got 0").
-#include "train/job.hpp"
+#include <actrain/job.hpp>
 
 #include <cmath>
 #include <sstream>

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <actrain/job.hpp>
 #include "data/readers.hpp"
-#include "train/job.hpp"
 
 namespace actrain {
 namespace {

@@ -1,6 +1,6 @@
 // reference_train(): the single-threaded ground truth. Everything a step touches is allocated
 // before the loop, so the loop is forward_backward + clip + optimizer step and nothing else.
-#include "train/reference_trainer.hpp"
+#include <actrain/reference_trainer.hpp>
 
 #include <algorithm>
 #include <chrono>

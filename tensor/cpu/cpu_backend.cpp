@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/backend.hpp"
+#include <actrain/backend.hpp>
 
 namespace actrain {
 namespace {

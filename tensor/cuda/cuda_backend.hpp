@@ -2,7 +2,7 @@
 #include <memory>
 #include <string>
 
-#include "tensor/backend.hpp"
+#include <actrain/backend.hpp>
 
 namespace actrain {
 

@@ -9,7 +9,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/system.hpp"
+#include <actrain/system.hpp>
 
 namespace actrain::testing {
 

@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <actrain/engine.hpp>
 #include "actors/aggregator.hpp"
 #include "actors/barrier.hpp"
-#include "actors/engine.hpp"
 #include "train_harness.hpp"
 
 namespace actrain {

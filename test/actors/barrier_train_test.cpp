@@ -8,8 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <actrain/engine.hpp>
 #include "actors/barrier.hpp"
-#include "actors/engine.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/shard.hpp"
+#include "actors/worker.hpp"
 #include "test/support/jobs.hpp"
 #include "train_harness.hpp"
 

@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <actrain/engine.hpp>
+#include <actrain/system.hpp>
 #include "actors/coordinator.hpp"
-#include "actors/engine.hpp"
-#include "actors/system.hpp"
 #include "test/support/jobs.hpp"
 
 namespace actrain {

@@ -1,8 +1,8 @@
 // End-to-end runs of the async engine in one process (real scheduler, detached workers).
 #include <gtest/gtest.h>
 
-#include "actors/engine.hpp"
-#include "actors/system.hpp"
+#include <actrain/engine.hpp>
+#include <actrain/system.hpp>
 #include "data/readers.hpp"
 
 namespace actrain {

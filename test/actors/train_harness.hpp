@@ -8,10 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <actrain/engine.hpp>
 #include "actor_fixture.hpp"
 #include "actors/aggregator.hpp"
 #include "actors/barrier.hpp"
-#include "actors/engine.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/shard.hpp"
+#include "actors/worker.hpp"
 
 namespace actrain::testing {
 

@@ -1,4 +1,4 @@
-// Large slices across nodes in chunks (actors/chunking.hpp): reassembly refuses every kind of bad
+// Large slices across nodes in chunks (cluster/chunking.hpp): reassembly refuses every kind of bad
 // chunk, the proxy never has more than `window` chunks unanswered, a proxy and a gateway on two
 // actor systems joined by a real BASP connection move slices bit for bit like a local shard, and a
 // simulated cluster whose slices are all chunked trains exactly like the single-process engine.
@@ -9,14 +9,14 @@
 
 #include <gtest/gtest.h>
 
+#include <actrain/backend.hpp>
+#include <actrain/cluster.hpp>
+#include <actrain/job.hpp>
+#include <actrain/testing/sim_cluster.hpp>
 #include "../actors/actor_fixture.hpp"
 #include "../integration/cluster_jobs.hpp"
-#include "actors/chunking.hpp"
-#include "actors/cluster.hpp"
-#include "actors/sim_cluster.hpp"
+#include "cluster/chunking.hpp"
 #include "data/readers.hpp"
-#include "tensor/backend.hpp"
-#include "train/job.hpp"
 
 namespace actrain {
 namespace {

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <memory>
 
-#include "actors/engine.hpp"
-#include "actors/sim_cluster.hpp"
+#include <actrain/engine.hpp>
+#include <actrain/testing/sim_cluster.hpp>
 #include "test/support/jobs.hpp"
 
 namespace actrain::test {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <boost/asio.hpp>
 
-#include "actors/link_relay.hpp"
+#include <actrain/testing/link_relay.hpp>
 
 namespace actrain {
 namespace {

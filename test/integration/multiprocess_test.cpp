@@ -197,7 +197,7 @@ TEST_F(multiprocess_test, six_processes_train_linear_regression_to_the_closed_fo
 
 // The same job with every slice (11 values, 44 bytes) crossing the processes in chunks of 16
 // bytes: gateways on the ps nodes, proxies on the worker and coordinator nodes
-// (actors/chunking.hpp).
+// (cluster/chunking.hpp).
 TEST_F(multiprocess_test, slices_cut_into_chunks_between_processes_train_to_the_closed_form) {
   auto coord = start_cluster({"--cluster.chunk-bytes=16"});
   auto line = wait_for_line(coord, "result: train loss ", 60s);

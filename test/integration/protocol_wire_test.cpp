@@ -1,11 +1,11 @@
-// Every message type of actors/protocol.hpp crosses a real BASP connection (two actor systems on
-// 127.0.0.1) and comes back field for field: an unregistered or badly inspected type would
-// arrive empty or garbled (CAF-NOTES.md), which these tests catch.
+// Every message type of include/actrain/protocol.hpp crosses a real BASP connection (two actor
+// systems on 127.0.0.1) and comes back field for field: an unregistered or badly inspected type
+// would arrive empty or garbled (CAF-NOTES.md), which these tests catch.
 #include <cstring>
 
 #include <gtest/gtest.h>
 
-#include "actors/cluster.hpp"
+#include <actrain/cluster.hpp>
 
 namespace actrain {
 namespace {
@@ -154,7 +154,7 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
   auto range = round_trip<shard_range_t>(shard_range_t{10, 20});
   EXPECT_EQ(range.begin, 10);
   EXPECT_EQ(range.end, 20);
-  // Chunked transfers (actors/chunking.hpp): the transfer ids and a chunk, every field.
+  // Chunked transfers (cluster/chunking.hpp): the transfer ids and a chunk, every field.
   weights we{1, 5, tensor(), 0xfedcba9876543210ull};
   EXPECT_EQ(round_trip<weights>(we).transfer, 0xfedcba9876543210ull);
   gradient ge{0, 1, 1, 8, tensor(), 77};

@@ -11,8 +11,8 @@
 
 #include <caf/io/basp/header.hpp>
 
-#include "actors/sim_cluster.hpp"
-#include "actors/system.hpp"
+#include <actrain/system.hpp>
+#include <actrain/testing/sim_cluster.hpp>
 #include "cluster_jobs.hpp"
 #include "data/readers.hpp"
 

@@ -8,8 +8,8 @@
 #include <memory>
 #include <thread>
 
-#include "actors/engine.hpp"
-#include "actors/system.hpp"
+#include <actrain/engine.hpp>
+#include <actrain/system.hpp>
 #include "observe/http_server.hpp"
 
 namespace actrain::job_testing {

@@ -1,7 +1,7 @@
 #pragma once
 // The linear-regression job the tests train (the seed's case study, small enough to finish in
 // seconds): 20,000 rows of 20 features, 6 epochs, cosine-annealed SGD.
-#include "train/job.hpp"
+#include <actrain/job.hpp>
 
 namespace actrain::test {
 

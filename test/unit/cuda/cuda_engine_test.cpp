@@ -2,8 +2,8 @@
 // and reaches the CPU worker's test accuracy within 0.5 points (same seed, same batches).
 #include <gtest/gtest.h>
 
-#include "actors/engine.hpp"
-#include "actors/system.hpp"
+#include <actrain/engine.hpp>
+#include <actrain/system.hpp>
 #include "cuda_test_util.hpp"
 
 namespace actrain {

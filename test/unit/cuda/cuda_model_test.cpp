@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/model.hpp"
+#include <actrain/model.hpp>
 #include "test/unit/cuda/cuda_test_util.hpp"
 
 namespace actrain::test {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/backend.hpp"
+#include <actrain/backend.hpp>
 #include "tensor/cuda/cuda_backend.hpp"
 
 namespace actrain::test {

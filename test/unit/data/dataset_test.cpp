@@ -6,7 +6,7 @@
 #include <numeric>
 #include <set>
 
-#include "data/dataset.hpp"
+#include <actrain/data.hpp>
 
 namespace actrain {
 namespace {

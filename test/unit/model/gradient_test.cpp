@@ -10,7 +10,7 @@
 #include <cmath>
 #include <random>
 
-#include "model/model.hpp"
+#include <actrain/model.hpp>
 #include "reference_model.hpp"
 
 namespace actrain {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "model/model.hpp"
+#include <actrain/model.hpp>
 
 namespace actrain {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "model/model.hpp"
+#include <actrain/model.hpp>
 
 namespace actrain::testing {
 

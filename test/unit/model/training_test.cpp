@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "model/model.hpp"
+#include <actrain/model.hpp>
 
 namespace actrain {
 namespace {

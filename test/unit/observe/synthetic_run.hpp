@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string>
 
-#include "observe/run_state.hpp"
+#include <actrain/run_state.hpp>
 
 namespace actrain::observe::testing {
 

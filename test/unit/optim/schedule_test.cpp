@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "optim/optim.hpp"
+#include <actrain/optim.hpp>
 
 namespace actrain {
 namespace {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "tensor/backend.hpp"
+#include <actrain/backend.hpp>
 
 namespace actrain {
 namespace {

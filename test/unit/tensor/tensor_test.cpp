@@ -1,5 +1,5 @@
 // The tensor value type: shared immutable buffers, slices, reshapes, checks.
-#include "tensor/tensor.hpp"
+#include <actrain/tensor.hpp>
 
 #include <gtest/gtest.h>
 

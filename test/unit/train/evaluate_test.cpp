@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "train/job.hpp"
+#include <actrain/job.hpp>
 
 namespace actrain {
 namespace {

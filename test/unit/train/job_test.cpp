@@ -7,8 +7,8 @@
 #include <functional>
 #include <string>
 
+#include <actrain/job.hpp>
 #include "data/readers.hpp"
-#include "train/job.hpp"
 
 namespace actrain {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
+#include <actrain/reference_trainer.hpp>
 #include "data/readers.hpp"
-#include "train/reference_trainer.hpp"
 
 namespace actrain {
 namespace {

@@ -1,0 +1,341 @@
+#include "bench/bench_wire.hpp"
+
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include <boost/asio.hpp>
+
+#include <actrain/cluster.hpp>
+#include "bench/doc_section.hpp"
+#include "cluster/chunking.hpp"
+
+namespace actrain {
+
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using clk = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+double time_s(F f) {
+  auto t0 = clk::now();
+  f();
+  return std::chrono::duration<double>(clk::now() - t0).count();
+}
+
+// -- the server process -------------------------------------------------------------------------
+
+/// Raw TCP peer: op byte + 8-byte size; 'P' read size, ack 1 byte; 'L' write size; 'X' read then
+/// write size; 'R' 1-byte echo; 'Q' quit.
+void serve_raw(tcp::socket sock) {
+  std::vector<char> buf;
+  for (;;) {
+    char op = 0;
+    std::uint64_t n = 0;
+    asio::read(sock, asio::buffer(&op, 1));
+    if (op == 'Q') return;
+    if (op == 'R') {
+      asio::write(sock, asio::buffer(&op, 1));
+      continue;
+    }
+    asio::read(sock, asio::buffer(&n, sizeof n));
+    if (buf.size() < n) buf.resize(n);
+    if (op == 'P' || op == 'X') asio::read(sock, asio::buffer(buf.data(), n));
+    if (op == 'P')
+      asio::write(sock, asio::buffer(&op, 1));
+    else
+      asio::write(sock, asio::buffer(buf.data(), n));
+  }
+}
+
+/// A shard that only moves bytes: acks pushes, answers pulls and push_pulls with `n` floats.
+/// Behind a gateway it measures the transparent path (proxy -> chunks -> gateway) and nothing
+/// else, like the raw TCP peer, which applies nothing either.
+shard_actor::behavior_type sink_shard(std::int64_t n) {
+  weights w;
+  w.values = tensor(std::vector<float>(static_cast<std::size_t>(n), 0.5f));
+  return {
+      [w](pull_atom, const pull_request&) { return w; },
+      [](push_atom, const gradient& g) {
+        return push_ack{g.base_version + 1, 0, true};
+      },
+      [w](push_pull_atom, const gradient&) { return w; },
+      [](stats_atom) { return shard_stats{}; },
+      [](checkpoint_atom) { return shard_checkpoint{}; },
+      [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
+      [](leave_atom, std::int32_t) {},
+  };
+}
+
+caf::behavior wire_server(caf::event_based_actor* self) {
+  auto cache = std::make_shared<tensor>();
+  // One sink shard and gateway per size, spawned on first request, linked to this server.
+  using key = std::tuple<std::int64_t, std::int64_t, std::int32_t>;
+  auto gateways = std::make_shared<std::map<key, chunked_shard_actor>>();
+  return {
+      // A gateway for `floats` values that chunks its replies by `chunk_bytes` x `window`.
+      [self, gateways](caf::get_atom, std::int64_t floats, std::int64_t chunk_bytes,
+                       std::int32_t window) {
+        auto& g = (*gateways)[key{floats, chunk_bytes, window}];
+        if (!g) {
+          chunk_options o;
+          o.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
+          o.window = window;
+          auto sink = self->spawn<caf::linked>(sink_shard, floats);
+          g = self->spawn<caf::linked>(shard_gateway, shard_actor{sink}, floats, o);
+        }
+        return g;
+      },
+      [](push_atom, const tensor& t) { return static_cast<std::int64_t>(t.size()); },
+      [cache](pull_atom, std::int64_t n) {
+        if (static_cast<std::int64_t>(cache->size()) != n)
+          *cache = tensor(std::vector<float>(static_cast<std::size_t>(n), 0.5f));
+        return *cache;
+      },
+      [](push_pull_atom, const tensor& t) { return t; },
+      [](tick_atom) { return std::int32_t{1}; },
+      [self](stop_atom) {
+        self->quit(caf::exit_reason::user_shutdown);
+      }  // takes the linked sinks along,
+  };
+}
+
+int run_server(int out_fd) {
+  asio::io_context io;
+  tcp::acceptor acc(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  caf::actor_system_config cfg;
+  prepare_cluster_config(cfg, cluster_options{});
+  caf::actor_system sys{cfg};
+  auto srv = sys.spawn(wire_server);
+  auto port = sys.middleman().publish(srv, 0, "127.0.0.1", true);
+  if (!port) return 1;
+  std::uint16_t ports[2] = {acc.local_endpoint().port(), *port};
+  if (::write(out_fd, ports, sizeof ports) != sizeof ports) return 1;
+  ::close(out_fd);
+  tcp::socket sock(io);
+  acc.accept(sock);
+  sock.set_option(tcp::no_delay(true));
+  serve_raw(std::move(sock));
+  caf::scoped_actor self{sys};
+  self->wait_for(srv);  // the client sends stop when done
+  sys.middleman().unpublish(srv, *port);
+  return 0;
+}
+
+// -- the client (this process) ------------------------------------------------------------------
+
+struct row {
+  std::string op;
+  std::size_t mb;
+  double raw_gbs, caf_gbs, chunked_gbs;
+};
+
+}  // namespace
+
+int bench_wire(const std::vector<std::string>& args) {
+  int reps = 5;
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--reps") reps = std::max(1, std::stoi(args[i + 1]));
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("bench wire: pipe failed");
+  // Fork before any thread exists; the child is the second process of the measurement.
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the measuring process
+    ::close(fds[0]);
+    ::_exit(run_server(fds[1]));
+  }
+  ::close(fds[1]);
+  std::uint16_t ports[2] = {0, 0};
+  if (::read(fds[0], ports, sizeof ports) != sizeof ports) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    throw std::runtime_error("bench wire: the server process did not start");
+  }
+  ::close(fds[0]);
+  std::vector<std::size_t> sizes_mb{1, 16, 64};
+  std::vector<row> rows;
+  double raw_rtt = 0, caf_rtt = 0;
+  struct sweep_point {
+    std::size_t mib;
+    int window;
+    double gbs;
+  };
+  std::vector<sweep_point> sweep;
+  {
+    asio::io_context io;
+    tcp::socket sock(io);
+    sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), ports[0]));
+    sock.set_option(tcp::no_delay(true));
+    std::vector<char> buf(64u << 20, 1);
+    auto raw = [&](char op, std::uint64_t n) {
+      asio::write(sock, asio::buffer(&op, 1));
+      asio::write(sock, asio::buffer(&n, sizeof n));
+      if (op == 'P' || op == 'X') asio::write(sock, asio::buffer(buf.data(), n));
+      if (op == 'P')
+        asio::read(sock, asio::buffer(&op, 1));
+      else
+        asio::read(sock, asio::buffer(buf.data(), n));
+    };
+    for (auto mb : sizes_mb) {
+      std::uint64_t n = mb << 20;
+      for (auto [op, name] : {std::pair{'P', "push"}, {'L', "pull"}, {'X', "push_pull"}}) {
+        std::vector<double> t;
+        raw(op, n);  // warm-up
+        for (int r = 0; r < reps; ++r) t.push_back(time_s([&] { raw(op, n); }));
+        rows.push_back({name, mb, (op == 'X' ? 2.0 : 1.0) * n / median(t) / 1e9, 0, 0});
+      }
+    }
+    std::vector<double> t;
+    for (int r = 0; r < 2000; ++r) {
+      char op = 'R';
+      t.push_back(time_s([&] {
+        asio::write(sock, asio::buffer(&op, 1));
+        asio::read(sock, asio::buffer(&op, 1));
+      }));
+    }
+    raw_rtt = median(t);
+    char q = 'Q';
+    asio::write(sock, asio::buffer(&q, 1));
+  }
+  {
+    caf::actor_system_config cfg;
+    prepare_cluster_config(cfg, cluster_options{});
+    caf::actor_system sys{cfg};
+    auto srv = sys.middleman().remote_actor("127.0.0.1", ports[1]);
+    if (!srv) throw std::runtime_error("bench wire: " + sys.render(srv.error()));
+    caf::scoped_actor self{sys};
+    auto fail = [](caf::error& e) { throw std::runtime_error("bench wire: " + describe_error(e)); };
+    // One handler per reply type: a handler that matches nothing would wait for the timeout.
+    auto call = [&](auto on_reply, auto... xs) {
+      self->request(*srv, std::chrono::seconds(30), xs...).receive(on_reply, fail);
+    };
+    auto got_size = [](std::int64_t) {};
+    auto got_tensor = [](tensor&) {};
+    auto got_tick = [](std::int32_t) {};
+    std::size_t i = 0;
+    for (auto mb : sizes_mb) {
+      auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
+      tensor t(std::vector<float>(static_cast<std::size_t>(floats), 0.25f));
+      for (int k = 0; k < 3; ++k, ++i) {
+        std::vector<double> ts;
+        auto once = [&] {
+          if (k == 0)
+            call(got_size, push_atom::value, t);
+          else if (k == 1)
+            call(got_tensor, pull_atom::value, floats);
+          else
+            call(got_tensor, push_pull_atom::value, t);
+        };
+        once();
+        for (int r = 0; r < reps; ++r) ts.push_back(time_s(once));
+        rows[i].caf_gbs = (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / median(ts) / 1e9;
+      }
+    }
+    // The path training takes: a proxy here, chunks over BASP, a gateway in front of the shard
+    // there (cluster/chunking.hpp), with the cluster defaults.
+    auto gateway_for = [&](std::int64_t floats, const chunk_options& o) {
+      chunked_shard_actor g;
+      self->request(*srv, std::chrono::seconds(30), caf::get_atom::value, floats,
+                    static_cast<std::int64_t>(o.chunk_bytes), static_cast<std::int32_t>(o.window))
+          .receive([&](chunked_shard_actor& x) { g = std::move(x); }, fail);
+      return g;
+    };
+    auto time_ops = [&](const shard_actor& to, const tensor& t, int k) {
+      gradient g{0, 0, 0, 64, t};
+      auto once = [&] {
+        if (k == 0)
+          self->request(to, std::chrono::seconds(30), push_atom::value, g)
+              .receive([](push_ack&) {}, fail);
+        else if (k == 1)
+          self->request(to, std::chrono::seconds(30), pull_atom::value, pull_request{0, 0})
+              .receive([](weights&) {}, fail);
+        else
+          self->request(to, std::chrono::seconds(30), push_pull_atom::value, g)
+              .receive([](weights&) {}, fail);
+      };
+      once();
+      std::vector<double> ts;
+      for (int r = 0; r < reps; ++r) ts.push_back(time_s(once));
+      return median(ts);
+    };
+    std::vector<caf::actor> proxies;
+    i = 0;
+    for (auto mb : sizes_mb) {
+      auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
+      tensor t(std::vector<float>(static_cast<std::size_t>(floats), 0.25f));
+      shard_actor proxy = sys.spawn(shard_proxy, gateway_for(floats, chunk_options{}), floats,
+                                    chunk_options{}, caf::actor{});
+      proxies.push_back(caf::actor_cast<caf::actor>(proxy));
+      for (int k = 0; k < 3; ++k, ++i)
+        rows[i].chunked_gbs =
+            (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / time_ops(proxy, t, k) / 1e9;
+    }
+    // Chunk size and window (on both sides) for 64 MB push_pulls: chunks each way.
+    auto floats64 = static_cast<std::int64_t>((64u << 20) / sizeof(float));
+    tensor t64(std::vector<float>(static_cast<std::size_t>(floats64), 0.25f));
+    for (auto [mib, window] :
+         {std::pair<std::size_t, int>{1, 2}, {1, 4}, {2, 2}, {2, 4}, {4, 2}, {4, 4}, {8, 2}}) {
+      chunk_options o;
+      o.chunk_bytes = mib << 20;
+      o.window = window;
+      shard_actor proxy =
+          sys.spawn(shard_proxy, gateway_for(floats64, o), floats64, o, caf::actor{});
+      proxies.push_back(caf::actor_cast<caf::actor>(proxy));
+      sweep.push_back(
+          {mib, window, 2.0 * static_cast<double>(64u << 20) / time_ops(proxy, t64, 2) / 1e9});
+    }
+    for (auto& p : proxies) self->send_exit(p, caf::exit_reason::user_shutdown);
+    std::vector<double> ts;
+    for (int r = 0; r < 2000; ++r) ts.push_back(time_s([&] { call(got_tick, tick_atom::value); }));
+    caf_rtt = median(ts);
+    self->send(*srv, stop_atom::value);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::ostringstream md;
+  md << std::fixed << std::setprecision(2);
+  md << "`actrain bench wire` (two processes on 127.0.0.1, medians of " << reps
+     << " runs). Raw TCP: Boost.Asio sockets in the same two processes, same sizes and pattern. "
+        "CAF one message: the tensor as a single BASP message to a plain actor. actrain: the path "
+        "training takes across nodes, a shard_proxy here and a shard_gateway in front of a shard "
+        "there (cluster/chunking.hpp) with the cluster defaults (slices above "
+     << (chunk_options{}.chunk_bytes >> 20) << " MiB as chunks of that size, "
+     << chunk_options{}.window
+     << " in flight; middleman.workers=0, moderate-poll-attempts=0); the shard there only moves "
+        "bytes, as the raw TCP peer does.\n\n"
+     << "| op | size | raw TCP GB/s | CAF one message GB/s | actrain GB/s | actrain / raw TCP |\n"
+     << "| --- | --- | --- | --- | --- | --- |\n";
+  for (auto& r : rows)
+    md << "| " << r.op << " | " << r.mb << " MB | " << r.raw_gbs << " | " << r.caf_gbs << " | "
+       << r.chunked_gbs << " | " << r.chunked_gbs / r.raw_gbs << " |\n";
+  md << "\n64 MB push_pull through proxy and gateway, by chunk size x window (GB/s): ";
+  for (std::size_t k = 0; k < sweep.size(); ++k)
+    md << (k ? ", " : "") << sweep[k].mib << " MiB x " << sweep[k].window << ": " << sweep[k].gbs;
+  md << ".\n"
+     << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6 << " us, CAF "
+     << caf_rtt * 1e6 << " us.\n";
+  std::cout << md.str();
+  update_doc_section(benchmarks_doc_path(), "wire", md.str());
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+}  // namespace actrain

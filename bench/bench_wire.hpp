@@ -1,0 +1,15 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace actrain {
+
+/// `actrain bench wire [--reps N]`: push, pull and push_pull of 1, 16 and 64 MB tensors between
+/// two processes, side by side: raw loopback TCP (Boost.Asio, same sizes and pattern), CAF with
+/// the tensor as one BASP message, and actrain's path across nodes (shard_proxy -> chunks ->
+/// shard_gateway, cluster/chunking.hpp); a chunk size x window sweep at 64 MB and the
+/// small-message round trip. Medians; writes the `wire` section of docs/benchmarks.md. Returns
+/// the exit code.
+int bench_wire(const std::vector<std::string>& args);
+
+}  // namespace actrain

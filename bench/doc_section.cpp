@@ -1,0 +1,48 @@
+#include "bench/doc_section.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace actrain {
+
+void update_doc_section(const std::string& path, const std::string& name, const std::string& body) {
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+  }
+  auto begin = "<!-- " + name + ":begin -->";
+  auto end = "<!-- " + name + ":end -->";
+  auto section = begin + "\n" + body + (body.empty() || body.back() == '\n' ? "" : "\n") + end;
+  auto b = text.find(begin);
+  auto e = b == std::string::npos ? std::string::npos : text.find(end, b);
+  if (b != std::string::npos && e != std::string::npos) {
+    text.replace(b, e + end.size() - b, section);
+  } else {
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    text += "\n" + section + "\n";
+  }
+  auto tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error(tmp + ": cannot write");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error(path + ": cannot replace");
+}
+
+std::string benchmarks_doc_path() {
+  const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
+  return std::string(src ? src : ".") + "/docs/benchmarks.md";
+}
+
+}  // namespace actrain

@@ -1,0 +1,209 @@
+// ps and worker nodes: connect, register, dial the ps nodes directly, spawn and join their
+// actors, wait until stopped (include/actrain/cluster.hpp).
+#include <actrain/cluster.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <thread>
+
+#include <unistd.h>
+
+#include <actrain/system.hpp>
+#include "actors/barrier.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/shard.hpp"
+#include "actors/worker.hpp"
+#include "cluster/chunking.hpp"
+
+namespace actrain {
+
+// -- ps and worker nodes ------------------------------------------------------------------------
+
+caf::expected<caf::actor> connect_registrar(caf::actor_system& sys, const cluster_options& opts) {
+  auto deadline = std::chrono::steady_clock::now() + opts.join_timeout;
+  for (;;) {
+    auto reg = sys.middleman().remote_actor(opts.host, opts.port);
+    if (reg) return reg;
+    // The coordinator may not listen yet: retry until the deadline (a launcher starts all
+    // nodes at once).
+    if (std::chrono::steady_clock::now() >= deadline) return std::move(reg.error());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+namespace {
+
+struct registration {
+  caf::actor reg;
+  std::int32_t index = -1;
+  std::int32_t count = 0;
+};
+
+std::string node_name(node_role role, const cluster_options& opts) {
+  if (!opts.name.empty()) return opts.name;
+  return to_string(role) + "-" + std::to_string(::getpid());
+}
+
+/// Connects and registers; on failure, the message to show (already naming the coordinator).
+caf::expected<registration> register_node(caf::actor_system& sys, caf::scoped_actor& self,
+                                          node_role role, const cluster_options& opts,
+                                          const job_spec&) {
+  auto where = opts.host + ":" + std::to_string(opts.port);
+  auto reg = connect_registrar(sys, opts);
+  if (!reg)
+    return make_error(errc::node_down,
+                      "cannot reach the coordinator at " + where + ": " + sys.render(reg.error()));
+  registration out;
+  out.reg = *reg;
+  caf::error err;
+  self->request(out.reg, opts.join_timeout, hello_atom::value, to_string(role), opts.token,
+                protocol_version, byte_order_probe(), node_name(role, opts))
+      .receive(
+          [&](std::int32_t index, std::int32_t count, const tensor& probe) {
+            out.index = index;
+            out.count = count;
+            if (!is_byte_order_probe(probe))
+              err = make_error(errc::version_mismatch,
+                               "byte order or float format of the coordinator at " + where +
+                                   " differs from this node's");
+          },
+          [&](caf::error& e) { err = std::move(e); });
+  if (err)
+    return make_error(errc::bad_config, "registration with the coordinator at " + where +
+                                            " refused: " + describe_error(err));
+  return out;
+}
+
+/// Opens a BASP connection to every ps node that listens, before the worker joins: messages to a
+/// node go over a direct connection once one exists (CAF's routing table prefers it), so the
+/// shard handles the coordinator hands out later reach the shards without crossing it. A ps
+/// node that cannot be reached stays reachable through the coordinator.
+void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const caf::actor& reg,
+                   const cluster_options& opts) {
+  std::vector<std::string> peers;
+  self->request(reg, opts.join_timeout, peers_atom::value)
+      .receive([&](std::vector<std::string>& p) { peers = std::move(p); }, [&](caf::error&) {});
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    auto space = peers[i].find(' ');
+    if (space == std::string::npos) continue;
+    auto port = std::strtol(peers[i].c_str(), nullptr, 10);
+    auto host = peers[i].substr(space + 1);
+    if (port <= 0 || port > 65535 || host.empty()) continue;
+    auto nid = sys.middleman().connect(host, static_cast<std::uint16_t>(port));
+    if (!nid)
+      std::cerr << "actrain: cannot connect to ps node " << i << " at " << host << ":" << port
+                << " (" << sys.render(nid.error())
+                << "); its shards are reached through the coordinator node\n";
+  }
+}
+
+/// Waits until every actor of `mine` is down; if the coordinator goes first, kills them.
+void wait_node(caf::scoped_actor& self, const caf::actor& reg, std::vector<caf::actor> mine,
+               node_outcome& out) {
+  self->monitor(reg);
+  for (auto& a : mine) self->monitor(a);
+  auto alive = mine.size();
+  bool coordinator_gone = false;
+  while (alive > 0) {
+    self->receive([&](caf::down_msg& dm) {
+      if (dm.source == reg.address()) {
+        if (!coordinator_gone)
+          for (auto& a : mine) self->send_exit(a, caf::exit_reason::kill);
+        coordinator_gone = true;
+        return;
+      }
+      for (auto& a : mine)
+        if (a.address() == dm.source) alive -= 1;
+    });
+  }
+  out.ok = true;
+  out.message = coordinator_gone ? "the coordinator went away; local actors stopped"
+                                 : "stopped by the coordinator";
+}
+
+}  // namespace
+
+node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
+                         std::shared_ptr<node_control> control) {
+  node_outcome out;
+  caf::scoped_actor self{sys};
+  auto r = register_node(sys, self, node_role::ps, opts, job);
+  if (!r) {
+    out.message = describe_error(r.error());
+    return out;
+  }
+  out.index = r->index;
+  validate(opts.chunking);
+  bool chunked = uses_chunking(job, opts);
+  // The peer port opens before the shards join: a worker dials it before its first step.
+  std::uint16_t peer_port = 0;
+  std::string advertised;
+  if (opts.direct_connections) {
+    auto bind = ps_listen_address(opts);
+    auto p = sys.middleman().open(opts.listen_port, bind.empty() ? nullptr : bind.c_str(), true);
+    if (!p) {
+      out.message = "cannot listen for workers on " + (bind.empty() ? "*" : bind) + ":" +
+                    std::to_string(opts.listen_port) +
+                    " ([cluster] listen-host, listen-port): " + sys.render(p.error());
+      return out;  // the coordinator sees this node's connection close and fails the job
+    }
+    peer_port = *p;
+    advertised = !opts.advertise_host.empty() ? opts.advertise_host : bind;
+  }
+  self->send(r->reg, peer_atom::value, r->index, advertised, peer_port);
+  auto configs = make_shard_configs(job);
+  auto sizes = slice_sizes(job);
+  std::vector<caf::actor> mine;
+  for (std::size_t s = 0; s < configs.size(); ++s) {
+    if (static_cast<std::int32_t>(s) % r->count != r->index) continue;
+    shard_actor h = sys.spawn(shard, std::move(configs[s]));
+    if (control) control->add(caf::actor_cast<caf::actor>(h));
+    mine.push_back(caf::actor_cast<caf::actor>(h));
+    if (chunked) {
+      // Other nodes get the gateway (linked to the shard: either going down takes the other).
+      h = sys.spawn(shard_gateway, h, sizes[s], opts.chunking);
+      if (control) control->add(caf::actor_cast<caf::actor>(h));
+      mine.push_back(caf::actor_cast<caf::actor>(h));
+    }
+    self->send(r->reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
+  }
+  wait_node(self, r->reg, std::move(mine), out);
+  if (peer_port != 0) sys.middleman().close(peer_port);
+  return out;
+}
+
+node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
+                             std::shared_ptr<const job_data> data, const cluster_options& opts,
+                             std::shared_ptr<node_control> control) {
+  node_outcome out;
+  set_blas_threads(1);
+  caf::scoped_actor self{sys};
+  auto r = register_node(sys, self, node_role::worker, opts, job);
+  if (!r) {
+    out.message = describe_error(r.error());
+    return out;
+  }
+  out.index = r->index;
+  if (opts.direct_connections) dial_ps_nodes(sys, self, r->reg, opts);
+  auto train = std::shared_ptr<const dataset>(data, &data->train);
+  auto wc = make_worker_config(job, train, r->index);
+  if (opts.worker_delay_s > 0) wc.delay_s = opts.worker_delay_s;
+  validate(opts.chunking);
+  worker_actor h = sys.spawn<caf::detached>(worker, std::move(wc));
+  if (control) control->add(caf::actor_cast<caf::actor>(h));
+  std::vector<caf::actor> mine{caf::actor_cast<caf::actor>(h)};
+  if (uses_chunking(job, opts)) {
+    // The coordinator talks to a front that swaps remote shard handles for local proxies.
+    h = sys.spawn(chunking_front, h, opts.chunking);
+    if (control) control->add(caf::actor_cast<caf::actor>(h));
+    mine.push_back(caf::actor_cast<caf::actor>(h));
+  }
+  self->send(r->reg, join_worker_atom::value, r->index, h);
+  wait_node(self, r->reg, std::move(mine), out);
+  return out;
+}
+
+}  // namespace actrain

@@ -1,0 +1,112 @@
+// The pure parts of chunked transfers: option checks and reassembly (cluster/chunking.hpp).
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "cluster/chunking.hpp"
+
+namespace actrain {
+
+void validate(const chunk_options& o) {
+  if (o.chunk_bytes > max_wire_floats * sizeof(float))
+    throw std::invalid_argument("cluster.chunk-bytes must be at most " +
+                                std::to_string(max_wire_floats * sizeof(float)) +
+                                " (one message), got " + std::to_string(o.chunk_bytes));
+  if (o.chunk_bytes != 0 && o.chunk_bytes < sizeof(float))
+    throw std::invalid_argument("cluster.chunk-bytes must be 0 (off) or at least 4, got " +
+                                std::to_string(o.chunk_bytes));
+  if (o.window < 1 || o.window > 64)
+    throw std::invalid_argument("cluster.chunk-window must be in [1, 64], got " +
+                                std::to_string(o.window));
+  if (o.timeout.count() <= 0)
+    throw std::invalid_argument("the chunk request timeout must be positive");
+}
+
+bool needs_chunking(std::size_t max_slice_bytes, const chunk_options& o) {
+  return o.chunk_bytes > 0 && max_slice_bytes > o.chunk_bytes;
+}
+
+// -- reassembly ---------------------------------------------------------------------------------
+
+caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
+  auto what = "chunk " + std::to_string(c.index) + " of transfer " + std::to_string(c.transfer);
+  if (c.transfer == 0) return make_error(errc::bad_length, what + ": transfer id 0 is reserved");
+  if (c.count < 1 || c.index < 0 || c.index >= c.count)
+    return make_error(errc::bad_length,
+                      what + ": index outside [0, count = " + std::to_string(c.count) + ")");
+  for (auto d : c.shape)
+    if (d < 0) return make_error(errc::bad_length, what + ": negative dimension");
+  auto total = shape_numel(c.shape);
+  if (expected_ > 0 && total != expected_)
+    return make_error(errc::bad_length, what + ": a tensor of " + std::to_string(total) +
+                                            " values, the receiver holds " +
+                                            std::to_string(expected_));
+  if (total > static_cast<std::int64_t>(std::size_t{1} << 40) / 4)
+    return make_error(errc::bad_length,
+                      what + ": " + std::to_string(total) + " values is too many");
+  auto n = static_cast<std::int64_t>(c.part.size());
+  if (c.offset < 0 || c.offset + n > total)
+    return make_error(errc::bad_length, what + ": elements [" + std::to_string(c.offset) + ", " +
+                                            std::to_string(c.offset + n) + ") outside [0, " +
+                                            std::to_string(total) + ")");
+  key k{from, c.transfer};
+  auto it = open_.find(k);
+  if (it == open_.end()) {
+    while (open_.size() >= max_open_ && !order_.empty()) {
+      open_.erase(order_.front());
+      order_.pop_front();
+    }
+    partial p;
+    p.values = recycled_.take(static_cast<std::size_t>(total));
+    p.shape = c.shape;
+    p.count = c.count;
+    p.seen.assign(static_cast<std::size_t>(c.count), false);
+    it = open_.emplace(k, std::move(p)).first;
+    order_.push_back(k);
+  }
+  auto& p = it->second;
+  if (p.shape != c.shape || p.count != c.count)
+    return make_error(errc::bad_length, what + ": shape or count differs from its first chunk");
+  if (p.seen[static_cast<std::size_t>(c.index)])
+    return make_error(errc::bad_length, what + ": received twice");
+  if (n > 0)
+    std::memcpy(p.values.data() + c.offset, c.part.data(), static_cast<std::size_t>(n) * 4);
+  p.seen[static_cast<std::size_t>(c.index)] = true;
+  p.received += 1;
+  p.filled += n;
+  chunks_ += 1;
+  return caf::none;
+}
+
+caf::expected<tensor> reassembly::take(const caf::actor_addr& from, std::uint64_t transfer) {
+  key k{from, transfer};
+  auto it = open_.find(k);
+  if (it == open_.end())
+    return make_error(errc::bad_length, "transfer " + std::to_string(transfer) +
+                                            ": no chunks received (or dropped as too old)");
+  auto& p = it->second;
+  if (p.received != p.count || p.filled != static_cast<std::int64_t>(p.values.size()))
+    return make_error(errc::bad_length, "transfer " + std::to_string(transfer) + ": " +
+                                            std::to_string(p.received) + " of " +
+                                            std::to_string(p.count) + " chunks, " +
+                                            std::to_string(p.filled) + " of " +
+                                            std::to_string(p.values.size()) + " values");
+  tensor out(std::move(p.values), std::move(p.shape));
+  open_.erase(it);
+  order_.erase(std::find(order_.begin(), order_.end(), k));
+  recycled_.keep(out);
+  return out;
+}
+
+void reassembly::drop(const caf::actor_addr& from) {
+  for (auto it = open_.begin(); it != open_.end();) {
+    if (it->first.first == from) {
+      order_.erase(std::find(order_.begin(), order_.end(), it->first));
+      it = open_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace actrain

@@ -1,0 +1,173 @@
+#pragma once
+// Cluster bootstrap: the coordinator node publishes a registrar; ps and worker nodes connect,
+// present the cluster token, protocol version and a byte-order probe, receive their index, spawn
+// their actors and join them. The coordinator then drives the job with the remote handles exactly
+// as run_job() drives local ones. Registration uses only CAF's built-in types plus `tensor`, so
+// it needs no type IDs beyond the actrain block.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <actrain/engine.hpp>
+#include <actrain/protocol.hpp>
+
+namespace actrain {
+
+/// How big tensors are cut (the [cluster] chunk-* keys of a deployment).
+struct chunk_options {
+  /// 0: never chunk. 2 MiB x 2 led the 64 MB sweep of `actrain bench wire` (docs/benchmarks.md).
+  std::size_t chunk_bytes = std::size_t{2} << 20;
+  int window = 2;                            ///< chunks in flight per transfer
+  std::chrono::milliseconds timeout{60000};  ///< every request between proxy and gateway
+  std::size_t max_open = 64;  ///< incomplete incoming transfers kept (the oldest is dropped)
+};
+
+/// Throws std::invalid_argument naming the key when `o` cannot work (a chunk larger than one
+/// message may carry, a window below 1).
+void validate(const chunk_options& o);
+
+/// Whether a job's slices are large enough that its nodes put gateways and proxies between
+/// them (some slice exceeds chunk_bytes). Every node of a cluster decides the same way from the
+/// same job and [cluster] settings.
+bool needs_chunking(std::size_t max_slice_bytes, const chunk_options& o);
+
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using join_shard_atom = caf::atom_constant<caf::atom("joinshard")>;
+using join_worker_atom = caf::atom_constant<caf::atom("joinworker")>;
+using members_atom = caf::atom_constant<caf::atom("members")>;
+/// ps node -> registrar: (peer_atom, ps index, host, port) where workers reach it (port 0:
+/// nowhere).
+using peer_atom = caf::atom_constant<caf::atom("peer")>;
+/// worker node -> registrar: every ps node's endpoint, "port host" per ps index, once all are
+/// known.
+using peers_atom = caf::atom_constant<caf::atom("peers")>;
+
+enum class node_role { coordinator, ps, worker };
+/// "coordinator" | "ps" | "worker"; throws std::invalid_argument naming the value otherwise.
+node_role parse_role(const std::string& s);
+std::string to_string(node_role r);
+
+/// How nodes find and trust each other: the [cluster] group of a deployment INI file.
+struct cluster_options {
+  std::string host = "127.0.0.1";  ///< coordinator host; the coordinator binds to it
+  std::uint16_t port = 0;          ///< coordinator port (0 there: any free port)
+  std::string token;               ///< shared secret; nodes with another token are refused
+  int ps_nodes = 1;                ///< ps nodes the coordinator waits for
+  std::string name;                ///< this node's name in messages ("" = role and pid)
+  std::string port_file;           ///< coordinator: write the bound port here (for launchers)
+  /// Heartbeats on every connection (both sides must send them); a peer silent for
+  /// connection_timeout is declared down, so a hung (SIGSTOPped) node is detected within
+  /// about heartbeat + connection_timeout (measured: ~530 ms), under 1 s with room for load.
+  std::chrono::milliseconds heartbeat{50};
+  std::chrono::milliseconds connection_timeout{500};
+  std::chrono::milliseconds join_timeout{30000};  ///< bound on connecting and on waiting for nodes
+  double worker_delay_s = 0;  ///< worker node: extra seconds per step (fault injection)
+  /// Slices larger than chunking.chunk_bytes cross nodes in chunks through a gateway on the
+  /// shard's node and a proxy on the user's node (cluster/chunking.hpp). Every node of a cluster
+  /// must use the same chunk-bytes (it decides whether the gateways and proxies exist).
+  chunk_options chunking;
+  /// Worker nodes open their own BASP connection to every ps node, so gradients and weights go
+  /// worker <-> ps directly instead of through the coordinator node (CAF 0.17 routes messages to a
+  /// node it has no connection to through the node that introduced it). A ps node then listens on
+  /// listen_host:listen_port (middleman().open: a BASP port without a published actor) and tells
+  /// the registrar where to reach it. Off on a ps node: it opens nothing and workers route through
+  /// the coordinator; off on a worker node: it does not dial. A dial that fails falls back to the
+  /// route through the coordinator (with a line on stderr).
+  bool direct_connections = true;
+  /// ps node: address its peer port binds to. "" = `host` when that is a loopback address (a
+  /// one-machine cluster), else every interface.
+  std::string listen_host;
+  std::uint16_t listen_port = 0;  ///< ps node: peer port (0 = any free port)
+  /// ps node: the address workers dial. "" = listen_host when that names one address, else the
+  /// address the coordinator sees this node's connection come from.
+  std::string advertise_host;
+};
+
+/// Where a ps node's peer port binds: "" = every interface (see cluster_options::listen_host).
+std::string ps_listen_address(const cluster_options& opts);
+
+/// prepare_config() plus the middleman: loaded, one multiplexer thread (middleman.workers=0),
+/// heartbeats and the connection timeout of `opts`. Call once per config, before the system.
+void prepare_cluster_config(caf::actor_system_config& cfg, const cluster_options& opts);
+
+/// A small tensor whose raw bytes differ under any byte swap: nodes send it when they register,
+/// and each side checks the copy it receives (tensor values cross the wire in host byte order).
+tensor byte_order_probe();
+bool is_byte_order_probe(const tensor& t);
+
+/// Checks what a node presents; returns an actrain error (bad_token, version_mismatch) whose
+/// message says what differs, or no error.
+caf::error check_hello(const std::string& expected_token, const std::string& role,
+                       const std::string& token, std::uint32_t version, const tensor& probe);
+
+/// Lets another thread stop a node running in this process (simulated nodes, signal handlers).
+/// Thread-safe.
+class node_control {
+ public:
+  /// Records a local actor of the node: kill() sends it exit(kill). Keeps only its address: a
+  /// strong reference would keep a detached actor's thread waiting at shutdown.
+  void add(const caf::actor& a);
+  /// Runs `f` on kill() (or at once if already killed).
+  void on_kill(std::function<void()> f);
+  void kill();
+  bool killed() const;
+
+ private:
+  mutable std::mutex mtx_;
+  std::vector<caf::actor_addr> actors_;
+  std::vector<std::function<void()>> stoppers_;
+  bool killed_ = false;
+};
+
+/// Callbacks of a coordinator node (called from CAF threads; keep them short).
+struct node_hooks {
+  engine_hooks engine;
+  std::function<void(std::uint16_t)> on_listening;   ///< the registrar is published at this port
+  std::function<void(const std::string&)> on_event;  ///< joins, refusals, departures
+  std::shared_ptr<node_control> control;             ///< optional: lets others stop the node
+};
+
+/// What a ps or worker node ends with.
+struct node_outcome {
+  bool ok = false;
+  std::string message;      ///< why it failed, or how it ended
+  std::int32_t index = -1;  ///< the index it was assigned
+};
+
+/// Coordinator node: publishes the registrar on opts.host:opts.port, waits (bounded by
+/// join_timeout) for opts.ps_nodes ps nodes holding job.shards shards and job.workers worker
+/// nodes, runs the job on their handles, stops every node's actors, unpublishes and returns.
+/// Blocks; `sys` must come from a config passed through prepare_cluster_config().
+engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
+                                   std::shared_ptr<const job_data> data,
+                                   const cluster_options& opts, node_hooks hooks = {});
+
+/// ps node: registers, spawns the shards s with s % ps_nodes == its index, joins them, and waits
+/// until they are stopped or the coordinator is gone. `job` must have its model dims fitted.
+node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
+                         std::shared_ptr<node_control> control = nullptr);
+
+/// Worker node: registers, spawns one worker with its assigned id, joins it, and waits until it
+/// is stopped or the coordinator is gone.
+node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
+                             std::shared_ptr<const job_data> data, const cluster_options& opts,
+                             std::shared_ptr<node_control> control = nullptr);
+
+/// Connects to the registrar at opts.host:opts.port, retrying until join_timeout.
+caf::expected<caf::actor> connect_registrar(caf::actor_system& sys, const cluster_options& opts);
+
+/// Largest shard slice of `job`, in bytes. Slices above the [cluster] chunk-bytes travel in chunks.
+std::size_t max_slice_bytes(const job_spec& job);
+/// Whether the nodes of this job put gateways and proxies between them (needs_chunking()).
+bool uses_chunking(const job_spec& job, const cluster_options& opts);
+/// The size of each shard's slice of `job`, in floats.
+std::vector<std::int64_t> slice_sizes(const job_spec& job);
+
+}  // namespace actrain

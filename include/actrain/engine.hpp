@@ -1,0 +1,134 @@
+#pragma once
+// The engine's entry points: what it takes to build shards, workers and a coordinator, what a
+// job returns, and run_job(), the whole job in one actor system.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include <actrain/data.hpp>
+#include <actrain/job.hpp>
+#include <actrain/model.hpp>
+#include <actrain/optim.hpp>
+#include <actrain/protocol.hpp>
+#include <actrain/reference_trainer.hpp>
+#include <actrain/run_state.hpp>
+
+namespace actrain {
+
+/// How to build one shard.
+struct shard_config {
+  std::int32_t index = 0;
+  std::vector<float> init;  ///< initial values of the slice this shard owns
+  optim_spec optim;
+  staleness_policy staleness;
+  std::size_t histogram_bins = 33;  ///< staleness 0..31, and a last bin for >= 32
+};
+
+/// How to build one worker. The training data is shared (read-only) between the workers of a
+/// process; an assignment says which rows of it this worker walks.
+struct worker_config {
+  std::int32_t id = 0;
+  model_spec model;
+  std::shared_ptr<const dataset> train;
+  int batch = 64;
+  std::uint64_t seed = 42;     ///< batches use seed + id (worker 0 matches the reference)
+  std::string device = "cpu";  ///< "cpu", "cuda:N", "auto"
+  float clip_norm = 0;
+  int window = 2;        ///< max pushes in flight per shard (back-pressure)
+  bool prefetch = true;  ///< pull step t+1 while computing step t
+  /// Push with push_pull: the reply to step t's slice is step t+1's weights (one message each
+  /// way per shard and step, no prefetch). For sync, where t+1's weights cannot come earlier.
+  bool push_pull = false;
+  int report_every = 10;  ///< steps between progress reports
+  /// Deadline for a shard's answer: the worker fails when requests are outstanding and none has
+  /// been answered for this long (checked by a watchdog every `timeout`, so within 2x of it).
+  std::chrono::milliseconds timeout{60000};
+  double delay_s = 0;              ///< straggler: extra seconds per step (fixed)
+  double delay_jitter_s = 0;       ///< straggler: plus uniform [0, jitter) seconds per step
+  double simulated_compute_s = 0;  ///< > 0: replace forward/backward by this much busy time
+  bool shuffle = true;             ///< false: walk rows in order (tests that line batches up)
+};
+
+/// What a finished job returns.
+struct engine_result {
+  bool ok = false;
+  std::string error;                    ///< why the job failed, when !ok
+  std::vector<float> params;            ///< final parameters, assembled from the shards
+  std::vector<progress_point> history;  ///< one point per evaluation
+  double seconds = 0;                   ///< wall time from the first assignment to the last step
+  std::int64_t samples = 0;
+  double samples_per_s = 0;
+  eval_result test;                               ///< final evaluation
+  std::vector<std::int64_t> staleness_histogram;  ///< summed over shards
+  std::vector<shard_stats> shards;
+  int workers_lost = 0;
+};
+
+/// Callbacks the coordinator makes on its own thread (keep them short).
+struct engine_hooks {
+  std::function<void(const progress_point&)> on_eval;  ///< after every evaluation
+  std::function<void(const std::string&)> on_event;    ///< one-line events (worker lost, ...)
+  std::chrono::milliseconds tick{1000};                ///< console/metrics period
+  std::function<void(const progress_point&, double eta_s)> on_tick;  ///< periodic progress
+  /// When set, the coordinator publishes the run's state there every tick (HTTP endpoint,
+  /// console, metrics file read it). Not owned; must outlive the job.
+  observe::metrics_hub* hub = nullptr;
+  /// A worker silent for longer than this (or a barrier step held this long) is named as a stall.
+  double stall_after_s = 1.0;
+};
+
+/// Everything a coordinator drives. The handles may be local actors or remote proxies.
+struct coordinator_config {
+  job_spec job;
+  std::shared_ptr<const job_data> data;
+  std::vector<shard_actor> shards;  ///< the shards themselves (evaluation, stats)
+  std::vector<shard_actor> fronts;  ///< what workers talk to: the shards, or barriers
+  std::vector<shard_range_t> ranges;
+  std::vector<worker_actor> workers;
+  engine_hooks hooks;
+  std::shared_ptr<engine_result> result;  ///< filled before run's reply
+};
+
+/// Runs a whole job inside `sys` (the embedded, single-process cluster): spawns the shards, the
+/// workers (detached, one thread each) and the coordinator, waits for the coordinator's result and
+/// returns it. Blocks the calling thread (it is not an actor). `sys` must have been built from a
+/// config passed through prepare_config().
+/// Throws std::invalid_argument for an invalid job.
+engine_result run_job(caf::actor_system& sys, const job_spec& job,
+                      std::shared_ptr<const job_data> data, engine_hooks hooks = {});
+
+/// run_job's first half: spawns the job's shards, the barriers or aggregators in front of them
+/// and its workers, and returns the coordinator's config (with `hooks` and a fresh result)
+/// ready to spawn. For callers that need the coordinator's handle (tests that talk to it).
+coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
+                            std::shared_ptr<const job_data> data, engine_hooks hooks = {});
+/// run_job's second half: asks the spawned coordinator `coord` to run, waits until it is done
+/// and returns its result (`result`: the one its config carried). Blocks the calling thread.
+engine_result run_coordinator(caf::actor_system& sys, coordinator_actor coord,
+                              std::shared_ptr<engine_result> result);
+
+/// Spawns one shard in `sys` (on the scheduler). The handle is what workers, barriers and the
+/// client talk to; stop it with an exit message (or let the coordinator stop it).
+shard_actor spawn_shard(caf::actor_system& sys, shard_config cfg);
+/// Spawns one worker in `sys`; `detached`: on a thread of its own (see workers_on_scheduler). It
+/// waits for an assignment (assign_atom) from a coordinator.
+worker_actor spawn_worker(caf::actor_system& sys, worker_config cfg, bool detached = true);
+
+/// Whether run_job spawns the job's workers on CAF's scheduler (true) or detached, one thread
+/// each (false): detached when a step may block a thread (a device, simulated compute,
+/// stragglers) or when several workers compete for the cores.
+bool workers_on_scheduler(const job_spec& job);
+/// The shard configs of a job: initial values from the model's seeded init, split by range.
+std::vector<shard_config> make_shard_configs(const job_spec& job);
+/// The parameter ranges of the job's shards.
+std::vector<shard_range_t> job_ranges(const job_spec& job);
+/// The worker config for worker `id` of a job.
+worker_config make_worker_config(const job_spec& job, std::shared_ptr<const dataset> train,
+                                 std::int32_t id);
+
+}  // namespace actrain

@@ -1,0 +1,82 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <actrain/data.hpp>
+#include <actrain/model.hpp>
+#include <actrain/optim.hpp>
+
+namespace actrain {
+
+/// Where a job's data comes from.
+struct data_spec {
+  std::string kind = "fashion_mnist";  ///< "fashion_mnist", "synthetic_linear", "csv"
+  std::string path;                ///< fashion_mnist: directory ("" = Debian's); csv: train file
+  std::string test_path;           ///< csv: test file ("" = hold out test_fraction)
+  std::string label;               ///< csv: label column name ("" = last column)
+  double test_fraction = 0.1;      ///< csv without test_path: the last fraction of rows is held out
+  std::int64_t rows = 100000;      ///< synthetic_linear: training rows
+  std::int64_t test_rows = 10000;  ///< synthetic_linear: held-out rows
+  int features = 100;              ///< synthetic_linear
+  float noise = 0.01f;             ///< synthetic_linear: noise standard deviation
+  std::int64_t train_subset = 0;   ///< use only the first N training rows (0 = all)
+  std::int64_t test_subset = 0;    ///< use only the first N test rows (0 = all)
+};
+
+/// A whole training job: a plain value, filled from an INI file by the apps layer.
+struct job_spec {
+  std::string name = "job";
+  model_spec model;
+  optim_spec optim;
+  data_spec data;
+  staleness_policy staleness;
+  std::string mode = "async";        ///< "async", "sync", "ssp"
+  int backup = 0;                    ///< sync: K = workers - backup
+  int ssp_bound = 0;                 ///< ssp: max steps ahead of the slowest worker
+  std::string late_policy = "drop";  ///< sync with backup: "drop" or "fold" late slices
+  int workers = 1;
+  int shards = 1;
+  int batch = 64;              ///< rows per worker mini-batch
+  int epochs = 1;              ///< passes over the training set (all workers together)
+  double target_accuracy = 0;  ///< stop early once the test accuracy reaches this (0 = off)
+  double eval_every = 1;       ///< evaluate every this many epochs
+  int window = 2;              ///< max outstanding pushes per shard per worker
+  float clip_norm = 0;         ///< worker-side gradient clipping (0 = off)
+  std::uint64_t seed = 42;
+  std::string device = "cpu";  ///< worker compute: "cpu", "cuda:N", "auto"
+  std::string metrics_path;    ///< CSV/JSON-lines metrics file ("" = none)
+  // Experiments (issue 4): slowed workers and simulated compute.
+  std::vector<int> stragglers;     ///< ids of workers slowed by the delay below
+  double straggler_delay_s = 0;    ///< stragglers: extra seconds per step
+  double straggler_jitter_s = 0;   ///< stragglers: plus uniform [0, jitter) seconds per step
+  double simulated_compute_s = 0;  ///< > 0: workers replace forward/backward by this busy time
+  /// Local aggregation (in-graph replication): the workers of this process sum their slices of
+  /// each step (row-weighted mean) before one push per shard.
+  bool local_aggregation = false;
+};
+
+/// Throws std::invalid_argument naming the first bad field.
+void validate(const job_spec& job);
+
+/// The job's training and test data, loaded once.
+struct job_data {
+  dataset train;
+  dataset test;
+};
+/// Loads (or generates) the data a job names; the model's input/output dims must match.
+job_data load_job_data(const job_spec& job);
+
+/// Fills model.input_dim / output_dim from the data when they are 0.
+void fit_model_to_data(job_spec& job, const job_data& data);
+
+/// Mean loss and accuracy of `params` (host vector) on d, computed on backend b in batches.
+struct eval_result {
+  double loss = 0;
+  double accuracy = 0;  ///< 0 for regression
+  std::int64_t rows = 0;
+};
+eval_result evaluate(const model_spec& spec, const std::vector<float>& params, const dataset& d,
+                     backend& b, int batch_rows = 1000);
+
+}  // namespace actrain

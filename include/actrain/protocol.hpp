@@ -1,0 +1,241 @@
+#pragma once
+// Every message type, atom and typed actor interface of actrain, in one place. Each message has
+// one row in docs/protocol.md. Types that may cross nodes have an inspect() overload here and a
+// type ID in the actrain block; register the block on every node with
+// `cfg.add_message_types<caf::id_block::actrain>()` (see include/actrain/system.hpp).
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include <actrain/errors.hpp>
+#include <actrain/tensor.hpp>
+#include <actrain/wire.hpp>
+
+namespace actrain {
+
+/// Bumped whenever a message layout changes; checked when a node registers.
+constexpr std::uint32_t protocol_version = 2;  // 2: transfer ids, tensor_chunk
+
+// -- atoms (at most 10 characters) --------------------------------------------------------------
+using pull_atom = caf::atom_constant<caf::atom("pull")>;
+using push_atom = caf::atom_constant<caf::atom("push")>;
+using push_pull_atom = caf::atom_constant<caf::atom("pushpull")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using assign_atom = caf::atom_constant<caf::atom("assign")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
+using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
+/// Coordinator -> shard or barrier: a worker finished or was lost; a barrier stops waiting for it.
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
+/// Proxy <-> gateway: one chunk of a large tensor (cluster/chunking.hpp).
+using chunk_atom = caf::atom_constant<caf::atom("chunk")>;
+
+// -- message payloads ---------------------------------------------------------------------------
+
+/// A worker asks a shard (or a barrier in front of it) for weights to compute step `step` with.
+struct pull_request {
+  std::int32_t worker = 0;
+  std::int64_t step = 0;
+};
+
+/// A shard's weights at `version` (pushes applied so far).
+struct weights {
+  std::int32_t shard = 0;
+  std::int64_t version = 0;
+  tensor values;
+  /// Between a gateway and a proxy only: non-zero means `values` is empty and travelled before
+  /// as the chunks of this transfer (cluster/chunking.hpp). Shards and workers never see it set.
+  std::uint64_t transfer = 0;
+};
+
+/// A gradient slice for one shard, computed by `worker` at its step `step` from weights of
+/// version `base_version`. `rows` is how many samples it averages over (for barriers that
+/// weight by rows and for local aggregation).
+struct gradient {
+  std::int32_t worker = 0;
+  std::int64_t step = 0;
+  std::int64_t base_version = 0;
+  std::int32_t rows = 0;
+  tensor values;
+  std::uint64_t transfer = 0;  ///< as in weights: values sent before as chunks (proxy -> gateway)
+};
+
+/// What a shard says after applying (or dropping) a push.
+struct push_ack {
+  std::int64_t version = 0;    ///< the shard's version after this push
+  std::int64_t staleness = 0;  ///< shard version minus the gradient's base version, on arrival
+  bool applied = true;         ///< false: dropped by the staleness policy or as late
+};
+
+/// A shard's (or barrier's) counters.
+struct shard_stats {
+  std::int32_t shard = 0;
+  std::int64_t version = 0;
+  std::int64_t pushes = 0;
+  std::int64_t pulls = 0;
+  std::int64_t rejected = 0;                      ///< bad length or non-finite values
+  std::int64_t dropped_stale = 0;                 ///< dropped by the staleness policy
+  std::int64_t dropped_late = 0;                  ///< barrier: slices for an already finished step
+  std::int64_t mailbox = 0;                       ///< messages waiting when the stats were taken
+  std::vector<std::int64_t> staleness_histogram;  ///< index = staleness (last bin: >= size-1)
+  /// Barrier only: the step it is holding back, for how long, and for which workers' slices
+  /// (waiting_step = -1 when nothing is waiting). Feeds the coordinator's stall diagnosis.
+  std::int64_t waiting_step = -1;
+  double waiting_s = 0;
+  std::vector<std::int32_t> waiting_for;
+};
+
+/// A worker's report to the coordinator, every few steps.
+struct progress_report {
+  std::int32_t worker = 0;
+  std::int64_t step = 0;
+  std::int64_t samples = 0;  ///< samples since the last report
+  double loss_sum = 0;       ///< summed loss over those samples
+  double busy_seconds = 0;   ///< compute time since the last report
+  std::int64_t max_staleness = 0;
+  bool finished = false;  ///< the worker has done all the work it was assigned
+};
+
+/// A saved shard: parameters, optimizer state, version (for checkpoints and restore).
+struct shard_checkpoint {
+  std::int32_t shard = 0;
+  std::int64_t version = 0;
+  std::vector<float> values;
+  std::int64_t opt_steps = 0;
+  std::vector<std::vector<float>> opt_slots;
+};
+
+/// One piece of a large tensor crossing nodes: elements [offset, offset + part.size()) of a
+/// tensor of shape `shape`, piece `index` of `count` of transfer `transfer` (numbered by the
+/// sender). The receiver reassembles the whole before anything else sees it.
+struct tensor_chunk {
+  std::uint64_t transfer = 0;
+  std::int32_t index = 0;
+  std::int32_t count = 0;
+  std::int64_t offset = 0;
+  shape_t shape;
+  tensor part;
+};
+
+/// The contiguous range of the flat parameter vector that shard `index` owns.
+struct shard_range_t {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+
+/// Range partitioning: a pure function of model size and shard count (sizes differ by <= 1).
+shard_range_t param_range(std::int64_t num_params, int shards, int index);
+
+// -- inspectors ---------------------------------------------------------------------------------
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pull_request& x) {
+  return f(caf::meta::type_name("pull_request"), x.worker, x.step);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, weights& x) {
+  return f(caf::meta::type_name("weights"), x.shard, x.version, x.values, x.transfer);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gradient& x) {
+  return f(caf::meta::type_name("gradient"), x.worker, x.step, x.base_version, x.rows, x.values,
+           x.transfer);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tensor_chunk& x) {
+  return f(caf::meta::type_name("tensor_chunk"), x.transfer, x.index, x.count, x.offset, x.shape,
+           x.part);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
+  return f(caf::meta::type_name("push_ack"), x.version, x.staleness, x.applied);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
+  return f(caf::meta::type_name("shard_stats"), x.shard, x.version, x.pushes, x.pulls, x.rejected,
+           x.dropped_stale, x.dropped_late, x.mailbox, x.staleness_histogram, x.waiting_step,
+           x.waiting_s, x.waiting_for);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, progress_report& x) {
+  return f(caf::meta::type_name("progress_report"), x.worker, x.step, x.samples, x.loss_sum,
+           x.busy_seconds, x.max_staleness, x.finished);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_checkpoint& x) {
+  return f(caf::meta::type_name("shard_checkpoint"), x.shard, x.version, x.values, x.opt_steps,
+           x.opt_slots);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_range_t& x) {
+  return f(caf::meta::type_name("shard_range"), x.begin, x.end);
+}
+
+// -- typed interfaces ---------------------------------------------------------------------------
+
+/// A parameter shard, or anything that stands in front of one (a barrier). Workers use only this.
+using shard_actor =
+    caf::typed_actor<caf::replies_to<pull_atom, pull_request>::with<weights>,
+                     caf::replies_to<push_atom, gradient>::with<push_ack>,
+                     caf::replies_to<push_pull_atom, gradient>::with<weights>,
+                     caf::replies_to<stats_atom>::with<shard_stats>,
+                     caf::replies_to<checkpoint_atom>::with<shard_checkpoint>,
+                     caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>,
+                     caf::reacts_to<leave_atom, std::int32_t>>;
+
+/// A shard interface that also takes chunks: shard_gateway (in front of a shard or barrier, on
+/// its node) and shard_proxy (standing in for a remote one). Converts to shard_actor.
+using chunked_shard_actor =
+    shard_actor::extend<caf::replies_to<chunk_atom, tensor_chunk>::with<std::int32_t>>;
+
+/// What a worker is given: its shards, the rows of the training set it owns, how long to run.
+struct worker_assignment {
+  std::int32_t worker = 0;
+  std::vector<shard_actor> shards;
+  std::vector<shard_range_t> ranges;  ///< parameter range of each shard
+  std::vector<shard_range_t> rows;    ///< training rows [begin, end) this worker walks
+  std::int64_t epochs = 1;            ///< passes over its rows
+  std::int64_t start_step = 0;        ///< first step number (continues after a reassignment)
+  caf::actor reports_to;              ///< where progress goes (the coordinator)
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_assignment& x) {
+  return f(caf::meta::type_name("worker_assignment"), x.worker, x.shards, x.ranges, x.rows,
+           x.epochs, x.start_step, x.reports_to);
+}
+
+/// A worker: started with an assignment (again to add rows), stopped with stop_atom.
+using worker_actor =
+    caf::typed_actor<caf::reacts_to<assign_atom, worker_assignment>, caf::reacts_to<stop_atom>>;
+
+/// Where workers report; the coordinator.
+using coordinator_actor =
+    caf::typed_actor<caf::reacts_to<progress_atom, progress_report>, caf::reacts_to<tick_atom>,
+                     caf::replies_to<run_atom>::with<std::string>>;
+
+}  // namespace actrain
+
+CAF_BEGIN_TYPE_ID_BLOCK(actrain, caf::first_custom_type_id)
+CAF_ADD_TYPE_ID(actrain, (actrain::tensor))
+CAF_ADD_TYPE_ID(actrain, (actrain::pull_request))
+CAF_ADD_TYPE_ID(actrain, (actrain::weights))
+CAF_ADD_TYPE_ID(actrain, (actrain::gradient))
+CAF_ADD_TYPE_ID(actrain, (actrain::push_ack))
+CAF_ADD_TYPE_ID(actrain, (actrain::shard_stats))
+CAF_ADD_TYPE_ID(actrain, (actrain::progress_report))
+CAF_ADD_TYPE_ID(actrain, (actrain::shard_checkpoint))
+CAF_ADD_TYPE_ID(actrain, (actrain::shard_range_t))
+CAF_ADD_TYPE_ID(actrain, (actrain::shard_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::worker_assignment))
+CAF_ADD_TYPE_ID(actrain, (actrain::worker_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::coordinator_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::tensor_chunk))
+CAF_ADD_TYPE_ID(actrain, (actrain::chunked_shard_actor))
+CAF_END_TYPE_ID_BLOCK(actrain)

@@ -1,0 +1,30 @@
+#include <actrain/run_state.hpp>
+
+namespace actrain::observe {
+
+void metrics_hub::update(const std::function<void(run_snapshot&)>& fn) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fn(state_);
+}
+
+run_snapshot metrics_hub::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_;
+}
+
+void metrics_hub::add_curve_point(const curve_point& p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& c = state_.curve;
+  if (c.size() >= max_curve_points) {
+    // Keep every second point of the older half: resolution degrades gracefully with age.
+    std::vector<curve_point> thinned;
+    thinned.reserve(c.size());
+    const std::size_t half = c.size() / 2;
+    for (std::size_t i = 0; i < half; i += 2) thinned.push_back(c[i]);
+    thinned.insert(thinned.end(), c.begin() + static_cast<std::ptrdiff_t>(half), c.end());
+    c.swap(thinned);
+  }
+  c.push_back(p);
+}
+
+}  // namespace actrain::observe
