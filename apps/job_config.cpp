@@ -32,12 +32,14 @@ app_config::app_config() {
       .add<double>("simulated-compute", "> 0: seconds of busy time instead of forward/backward")
       .add<bool>("local-aggregation", "workers of one process push one combined slice per shard");
   opt_group{custom_options_, "model"}
-      .add<str>("kind", "linear | softmax | mlp")
+      .add<str>("kind", "linear | softmax | mlp | a registered kind (further keys: its options)")
       .add<std::vector<int64_t>>("hidden", "mlp hidden layer sizes, e.g. [256]")
       .add<int64_t>("input-dim", "input features (0 = from the data)")
       .add<int64_t>("output-dim", "classes (0 = from the data)");
   opt_group{custom_options_, "optim"}
-      .add<str>("kind", "sgd | momentum | nesterov | adagrad | adam")
+      .add<str>("kind",
+                "sgd | momentum | nesterov | adagrad | adam | a registered kind (further keys: "
+                "its options)")
       .add<double>("lr", "learning rate")
       .add<double>("momentum", "momentum factor")
       .add<double>("beta1", "adam beta1")
@@ -91,7 +93,20 @@ app_config::app_config() {
 namespace {
 
 /// Rejects keys of `file` that no option declares, and values of the wrong type.
-std::string check_file(const app_config& cfg, const std::string& file) {
+/// Where a key no option declares goes: the option map of [model] or [optim], else nowhere.
+std::map<std::string, std::string>* free_options(app_config& cfg, const std::string& group) {
+  if (group == "model") return &cfg.model_options;
+  if (group == "optim") return &cfg.optim_options;
+  return nullptr;
+}
+
+/// A value of the INI file as the text a model's option() reads: strings without quotes.
+std::string option_text(const caf::config_value& v) {
+  if (auto* s = caf::get_if<std::string>(&v)) return *s;
+  return caf::to_string(v);
+}
+
+std::string check_file(app_config& cfg, const std::string& file) {
   {
     std::ifstream probe(file);
     if (!probe) return "config " + file + ": cannot open the file";
@@ -103,7 +118,13 @@ std::string check_file(const app_config& cfg, const std::string& file) {
     if (!dict) return "config " + file + ": '" + group + "' must be a [group] of keys";
     for (auto& [key, v] : *dict) {
       auto opt = cfg.options().qualified_name_lookup(group, key);
-      if (!opt) return "config " + file + ": unknown key '" + group + "." + key + "'";
+      if (!opt) {
+        if (auto* free = free_options(cfg, group)) {
+          (*free)[key] = option_text(v);
+          continue;
+        }
+        return "config " + file + ": unknown key '" + group + "." + key + "'";
+      }
       if (auto err = opt->check(v))
         return "config " + file + ": " + group + "." + key + " must be " +
                std::string(opt->type_name().begin(), opt->type_name().end()) + ", got " +
@@ -132,6 +153,23 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
   if (!file.empty()) {
     if (auto msg = check_file(cfg, file); !msg.empty()) return msg;
   }
+  // --model.KEY=VALUE and --optim.KEY=VALUE for undeclared keys: options of registered kinds
+  // (they override the file's).
+  std::vector<std::string> declared;
+  for (auto& a : rest) {
+    auto dot = a.find('.'), eq = a.find('=');
+    if (a.rfind("--", 0) != 0 || dot == std::string::npos || eq == std::string::npos || eq < dot) {
+      declared.push_back(a);
+      continue;
+    }
+    auto group = a.substr(2, dot - 2), key = a.substr(dot + 1, eq - dot - 1);
+    auto* free = free_options(cfg, group);
+    if (free && !cfg.options().qualified_name_lookup(group, key))
+      (*free)[key] = a.substr(eq + 1);
+    else
+      declared.push_back(a);
+  }
+  rest = std::move(declared);
   caf::error err;
   if (file.empty()) {
     std::istringstream empty;
@@ -160,7 +198,7 @@ std::string take_http_option(std::vector<std::string>& args) {
   return out;
 }
 
-job_spec job_from_config(const caf::actor_system_config& cfg) {
+job_spec job_from_config(const app_config& cfg) {
   using caf::get_or;
   job_spec j;
   auto& c = caf::content(cfg);
@@ -200,6 +238,8 @@ job_spec job_from_config(const caf::actor_system_config& cfg) {
     j.model.hidden.push_back(static_cast<int>(h));
   j.model.input_dim = i32("model.input-dim", 0);
   j.model.output_dim = i32("model.output-dim", 0);
+  j.model.options = cfg.model_options;
+  j.optim.options = cfg.optim_options;
   j.optim.kind = str("optim.kind", j.optim.kind);
   j.optim.lr = static_cast<float>(f64("optim.lr", j.optim.lr));
   j.optim.momentum = static_cast<float>(f64("optim.momentum", j.optim.momentum));

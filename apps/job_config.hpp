@@ -1,4 +1,5 @@
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ class app_config : public caf::actor_system_config {
  public:
   app_config();
   const caf::config_option_set& options() const { return custom_options_; }
+  /// Keys of [model] and [optim] that no option declares (`[model] width=32`, or
+  /// `--model.width=32`), as text: options of a registered model or optimizer kind, which checks
+  /// them itself (a built-in kind refuses any).
+  std::map<std::string, std::string> model_options, optim_options;
 };
 
 /// Parses `args` (already without the subcommand) into cfg: `--config FILE` (or
@@ -27,6 +32,6 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args);
 std::string take_http_option(std::vector<std::string>& args);
 
 /// The job described by a parsed config; throws std::invalid_argument naming a bad field.
-job_spec job_from_config(const caf::actor_system_config& cfg);
+job_spec job_from_config(const app_config& cfg);
 
 }  // namespace actrain

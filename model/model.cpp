@@ -1,110 +1,165 @@
-// The model base: spec checks, the flat-vector layout and deterministic initialization.
-// The arithmetic of every model kind lives in dense_stack.cpp.
+// The model registry, spec checks and the parts of the interface every kind shares. The
+// built-in kinds' layout and arithmetic live in dense_stack.cpp.
 #include <actrain/model.hpp>
 
-#include <cmath>
-#include <random>
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "model/dense_stack.hpp"
+#include "tensor/named_registry.hpp"
 
 namespace actrain {
 namespace {
 
-/// Layer widths in order: input, hidden..., output.
-std::vector<int> widths(const model_spec& spec) {
-  std::vector<int> w{spec.input_dim};
-  w.insert(w.end(), spec.hidden.begin(), spec.hidden.end());
-  w.push_back(spec.output_dim);
-  return w;
+const std::vector<std::string> builtin_kinds = {"linear", "softmax", "mlp"};
+
+bool is_builtin(const std::string& kind) {
+  return std::find(builtin_kinds.begin(), builtin_kinds.end(), kind) != builtin_kinds.end();
 }
 
-/// Uniform in [-a, a) from the raw 64-bit stream: bit-identical on every standard library
-/// (std::uniform_real_distribution's algorithm is implementation-defined).
-float uniform_pm(std::mt19937_64& rng, double a) {
-  double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
-  return static_cast<float>((2.0 * u - 1.0) * a);
+struct registered_kind {
+  model_factory factory;
+  model_task task;
+};
+
+/// The process's registered kinds. A function-local static, so registrations made during static
+/// initialization of other translation units find it constructed.
+named_registry<registered_kind>& the_registry() {
+  static named_registry<registered_kind> r;
+  return r;
+}
+
+bool find_registered(const std::string& kind, registered_kind* out) {
+  auto k = the_registry().find(kind);
+  if (k && out) *out = *k;
+  return k.has_value();
+}
+
+std::string known_kinds() {
+  std::string s;
+  for (const auto& k : model_kinds()) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
+[[noreturn]] void unknown_kind(const std::string& kind) {
+  throw std::invalid_argument("model.kind: \"" + kind + "\" is not one of " + known_kinds() +
+                              " (a kind of one's own must be registered with "
+                              "actrain::model_registration in every process that trains it)");
 }
 
 }  // namespace
 
 void validate(const model_spec& spec) {
-  const std::string& k = spec.kind;
-  if (k != "linear" && k != "softmax" && k != "mlp")
-    throw std::invalid_argument("model.kind: \"" + k + "\" is not one of linear, softmax, mlp");
+  if (is_builtin(spec.kind)) {
+    validate_dense_stack(spec);
+    if (!spec.options.empty())
+      throw std::invalid_argument("model." + spec.options.begin()->first + ": kind " + spec.kind +
+                                  " takes no such option");
+    return;
+  }
+  if (!spec.factory && !find_registered(spec.kind, nullptr)) unknown_kind(spec.kind);
   if (spec.input_dim <= 0)
     throw std::invalid_argument("model.input_dim: must be > 0, got " +
                                 std::to_string(spec.input_dim));
-  if (k == "linear" && spec.output_dim != 1)
-    throw std::invalid_argument("model.output_dim: linear regression has 1 output, got " +
+  if (spec.output_dim <= 0)
+    throw std::invalid_argument("model.output_dim: must be > 0, got " +
                                 std::to_string(spec.output_dim));
-  if (k != "linear" && spec.output_dim < 2)
-    throw std::invalid_argument("model.output_dim: " + k + " needs >= 2 classes, got " +
-                                std::to_string(spec.output_dim));
-  if (k == "mlp" && spec.hidden.empty())
-    throw std::invalid_argument("model.hidden: mlp needs at least one hidden layer");
-  if (k != "mlp" && !spec.hidden.empty())
-    throw std::invalid_argument("model.hidden: only mlp has hidden layers, " + k + " got " +
-                                std::to_string(spec.hidden.size()));
-  for (std::size_t i = 0; i < spec.hidden.size(); ++i)
-    if (spec.hidden[i] <= 0)
-      throw std::invalid_argument("model.hidden[" + std::to_string(i) + "]: must be > 0, got " +
-                                  std::to_string(spec.hidden[i]));
-  // A weight matrix is addressed with int dimensions by BLAS; keep each one indexable.
-  auto w = widths(spec);
-  for (std::size_t i = 0; i + 1 < w.size(); ++i)
-    if (static_cast<long long>(w[i]) * w[i + 1] > (1LL << 31) - 1)
-      throw std::invalid_argument("model: layer " + std::to_string(i) + " (" +
-                                  std::to_string(w[i]) + "x" + std::to_string(w[i + 1]) +
-                                  ") has more than 2^31-1 weights");
 }
 
 std::string describe(const model_spec& spec) {
-  std::string s = spec.kind + " ";
-  auto w = widths(spec);
-  for (std::size_t i = 0; i < w.size(); ++i) s += (i ? "-" : "") + std::to_string(w[i]);
-  return s;
+  std::string s = spec.kind + " " + std::to_string(spec.input_dim);
+  for (int h : spec.hidden) s += "-" + std::to_string(h);
+  return s + "-" + std::to_string(spec.output_dim);
 }
 
-std::size_t num_params(const model_spec& spec) {
-  validate(spec);
-  auto w = widths(spec);
-  std::size_t n = 0;
-  for (std::size_t i = 0; i + 1 < w.size(); ++i)
-    n += static_cast<std::size_t>(w[i]) * w[i + 1] + w[i + 1];
-  return n;
+std::string model_args::option(const std::string& key, const std::string& fallback) const {
+  auto i = spec.options.find(key);
+  return i == spec.options.end() ? fallback : i->second;
 }
 
-model::model(model_spec spec, backend& b, int max_rows)
-    : spec_(std::move(spec)), backend_(&b), max_rows_(max_rows) {
-  validate(spec_);
-  if (max_rows <= 0)
-    throw std::invalid_argument("model: max_rows must be > 0, got " + std::to_string(max_rows));
-  auto w = widths(spec_);
-  for (std::size_t i = 0; i + 1 < w.size(); ++i) {
-    layers_.push_back({num_params_, w[i], w[i + 1]});
-    num_params_ += static_cast<std::size_t>(w[i]) * w[i + 1] + w[i + 1];
-  }
+std::int64_t model_args::option_int(const std::string& key, std::int64_t fallback) const {
+  auto i = spec.options.find(key);
+  if (i == spec.options.end()) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(i->second.c_str(), &end, 10);
+  if (i->second.empty() || *end != '\0' || errno == ERANGE)
+    throw std::invalid_argument("model." + key + ": must be an integer, got \"" + i->second + "\"");
+  return v;
+}
+
+double model_args::option_double(const std::string& key, double fallback) const {
+  auto i = spec.options.find(key);
+  if (i == spec.options.end()) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(i->second.c_str(), &end);
+  if (i->second.empty() || *end != '\0' || errno == ERANGE)
+    throw std::invalid_argument("model." + key + ": must be a number, got \"" + i->second + "\"");
+  return v;
 }
 
 std::vector<float> model::init_params(std::uint64_t seed) const {
-  std::vector<float> p(num_params_, 0.0f);
-  if (spec_.kind == "linear") return p;  // convex: zeros are the natural, reproducible start
-  std::mt19937_64 rng(seed);
-  for (std::size_t l = 0; l < layers_.size(); ++l) {
-    const auto& L = layers_[l];
-    bool feeds_relu = l + 1 < layers_.size();
-    // He-uniform keeps activation variance through ReLUs; Glorot-uniform for the classifier.
-    double a = feeds_relu ? std::sqrt(6.0 / L.in) : std::sqrt(6.0 / (L.in + L.out));
-    std::size_t nw = static_cast<std::size_t>(L.in) * L.out;
-    for (std::size_t i = 0; i < nw; ++i) p[L.offset + i] = uniform_pm(rng, a);
-    // biases (the next L.out values) stay zero
-  }
+  std::vector<float> p(num_params(), 0.0f);
+  init(p.data(), seed);
   return p;
 }
 
+model_registration::model_registration(std::string kind, model_factory factory, model_task task)
+    : kind_(std::move(kind)) {
+  if (kind_.empty()) throw std::invalid_argument("model_registration: the kind name is empty");
+  if (is_builtin(kind_))
+    throw std::invalid_argument("model_registration: \"" + kind_ + "\" is a built-in kind");
+  if (!factory) throw std::invalid_argument("model_registration: \"" + kind_ + "\" has no factory");
+  the_registry().add("model_registration", kind_, registered_kind{std::move(factory), task});
+}
+
+model_registration::~model_registration() {
+  the_registry().remove(kind_);
+}
+
+std::vector<std::string> model_kinds() {
+  std::vector<std::string> out = builtin_kinds;
+  for (auto& k : the_registry().names()) out.push_back(std::move(k));
+  return out;
+}
+
+bool is_classifier_kind(const std::string& kind) {
+  if (kind == "linear") return false;
+  if (is_builtin(kind)) return true;
+  registered_kind k;
+  if (!find_registered(kind, &k)) unknown_kind(kind);
+  return k.task == model_task::classification;
+}
+
 std::unique_ptr<model> make_model(const model_spec& spec, backend& b, int max_rows) {
-  return std::make_unique<dense_stack>(spec, b, max_rows);
+  if (max_rows <= 0)
+    throw std::invalid_argument("model: max_rows must be > 0, got " + std::to_string(max_rows));
+  validate(spec);
+  if (!spec.factory && is_builtin(spec.kind))
+    return std::make_unique<dense_stack>(spec, b, max_rows);
+  model_args args{spec, &b, max_rows};
+  args.spec.factory = nullptr;  // the factory needs no copy of itself
+  std::unique_ptr<model> m;
+  if (spec.factory) {
+    m = spec.factory(args);
+  } else {
+    registered_kind k;
+    if (!find_registered(spec.kind, &k)) unknown_kind(spec.kind);
+    m = k.factory(args);
+  }
+  if (!m) throw std::invalid_argument("model.kind: the factory of \"" + spec.kind + "\" made none");
+  if (m->num_params() == 0)
+    throw std::invalid_argument("model.kind: \"" + spec.kind + "\" has no parameters");
+  return m;
+}
+
+std::size_t num_params(const model_spec& spec) {
+  if (!spec.factory && is_builtin(spec.kind)) return dense_stack_params(spec);
+  auto cpu = make_cpu_backend();
+  return make_model(spec, *cpu, 1)->num_params();
 }
 
 }  // namespace actrain

@@ -7,12 +7,15 @@
 
 #include <actrain/optim.hpp>
 
+#include "optim/kinds.hpp"
+#include "tensor/named_registry.hpp"
+
 namespace actrain {
 
-optimizer::optimizer(std::size_t n, std::size_t slot_count)
+slot_optimizer::slot_optimizer(std::size_t n, std::size_t slot_count)
     : n_(n), slots_(slot_count, std::vector<float>(n, 0.f)) {}
 
-void optimizer::restore(const state_t& s) {
+void slot_optimizer::restore(const state_t& s) {
   if (s.slots.size() != slots_.size())
     throw std::invalid_argument("optimizer::restore: state has " + std::to_string(s.slots.size()) +
                                 " slots, this optimizer has " + std::to_string(slots_.size()));
@@ -43,9 +46,9 @@ inline float decayed(float g, float w, float wd) {
 }
 
 /// w -= lr * (g + wd * w).
-class sgd final : public optimizer {
+class sgd final : public slot_optimizer {
  public:
-  sgd(std::size_t n, float wd) : optimizer(n, 0), wd_(wd) {}
+  sgd(std::size_t n, float wd) : slot_optimizer(n, 0), wd_(wd) {}
   void step(span<float> w, span<const float> g, float lr) override {
     check_sizes(n_, w, g);
     for (std::size_t i = 0; i < n_; ++i) w[i] -= lr * decayed(g[i], w[i], wd_);
@@ -58,10 +61,10 @@ class sgd final : public optimizer {
 
 /// v = mu * v + g; w -= lr * v (heavy ball), or w -= lr * (g + mu * v) (Nesterov, the form
 /// PyTorch uses). Slot 0 is v.
-class momentum final : public optimizer {
+class momentum final : public slot_optimizer {
  public:
   momentum(std::size_t n, float mu, float wd, bool nesterov)
-      : optimizer(n, 1), mu_(mu), wd_(wd), nesterov_(nesterov) {}
+      : slot_optimizer(n, 1), mu_(mu), wd_(wd), nesterov_(nesterov) {}
   void step(span<float> w, span<const float> g, float lr) override {
     check_sizes(n_, w, g);
     float* v = slots_[0].data();
@@ -79,9 +82,9 @@ class momentum final : public optimizer {
 };
 
 /// a += g^2; w -= lr * g / (sqrt(a) + eps). Slot 0 is a.
-class adagrad final : public optimizer {
+class adagrad final : public slot_optimizer {
  public:
-  adagrad(std::size_t n, float eps, float wd) : optimizer(n, 1), eps_(eps), wd_(wd) {}
+  adagrad(std::size_t n, float eps, float wd) : slot_optimizer(n, 1), eps_(eps), wd_(wd) {}
   void step(span<float> w, span<const float> g, float lr) override {
     check_sizes(n_, w, g);
     float* a = slots_[0].data();
@@ -99,10 +102,10 @@ class adagrad final : public optimizer {
 
 /// Kingma & Ba, Algorithm 1: m and v with bias correction, eps added outside the square root.
 /// Slot 0 is m, slot 1 is v.
-class adam final : public optimizer {
+class adam final : public slot_optimizer {
  public:
   adam(std::size_t n, float b1, float b2, float eps, float wd)
-      : optimizer(n, 2), b1_(b1), b2_(b2), eps_(eps), wd_(wd) {}
+      : slot_optimizer(n, 2), b1_(b1), b2_(b2), eps_(eps), wd_(wd) {}
   void step(span<float> w, span<const float> g, float lr) override {
     check_sizes(n_, w, g);
     // Restrict-qualified locals: the slots never alias w or g, and telling the compiler so lets
@@ -130,10 +133,48 @@ class adam final : public optimizer {
   float b1_, b2_, eps_, wd_;
 };
 
+named_registry<optimizer_factory>& the_registry() {
+  static named_registry<optimizer_factory> r;
+  return r;
+}
+
 }  // namespace
+
+optimizer_registration::optimizer_registration(std::string kind, optimizer_factory factory)
+    : kind_(std::move(kind)) {
+  if (kind_.empty()) throw std::invalid_argument("optimizer_registration: the kind name is empty");
+  if (is_builtin_optimizer(kind_))
+    throw std::invalid_argument("optimizer_registration: \"" + kind_ + "\" is a built-in kind");
+  if (!factory)
+    throw std::invalid_argument("optimizer_registration: \"" + kind_ + "\" has no factory");
+  the_registry().add("optimizer_registration", kind_, std::move(factory));
+}
+
+optimizer_registration::~optimizer_registration() {
+  the_registry().remove(kind_);
+}
+
+std::vector<std::string> optimizer_kinds() {
+  std::vector<std::string> out = builtin_optimizers();
+  for (auto& k : the_registry().names()) out.push_back(std::move(k));
+  return out;
+}
+
+bool is_registered_optimizer(const std::string& kind) {
+  return the_registry().find(kind).has_value();
+}
 
 std::unique_ptr<optimizer> make_optimizer(const optim_spec& spec, std::size_t n) {
   validate(spec);
+  if (!is_builtin_optimizer(spec.kind)) {
+    auto f = the_registry().find(spec.kind);
+    if (!f) throw std::invalid_argument("optim_spec.kind: unknown optimizer '" + spec.kind + "'");
+    auto opt = (*f)(spec, n);
+    if (!opt || opt->size() != n)
+      throw std::invalid_argument("optim_spec.kind: the factory of '" + spec.kind +
+                                  "' made no optimizer over " + std::to_string(n) + " values");
+    return opt;
+  }
   const float wd = spec.weight_decay;
   if (spec.kind == "sgd") return std::make_unique<sgd>(n, wd);
   if (spec.kind == "momentum") return std::make_unique<momentum>(n, spec.momentum, wd, false);

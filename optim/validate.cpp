@@ -5,6 +5,8 @@
 
 #include <actrain/optim.hpp>
 
+#include "optim/kinds.hpp"
+
 namespace actrain {
 
 namespace {
@@ -24,10 +26,14 @@ std::string str(float v) {
 }  // namespace
 
 void validate(const optim_spec& s) {
-  const bool known = s.kind == "sgd" || s.kind == "momentum" || s.kind == "nesterov" ||
-                     s.kind == "adagrad" || s.kind == "adam";
-  require(known, "kind",
-          "unknown optimizer '" + s.kind + "' (expected sgd, momentum, nesterov, adagrad, adam)");
+  const bool builtin = is_builtin_optimizer(s.kind);
+  if (!builtin && !is_registered_optimizer(s.kind)) {
+    std::string list;
+    for (const auto& k : optimizer_kinds()) list += (list.empty() ? "" : ", ") + k;
+    bad("kind", "unknown optimizer '" + s.kind + "' (expected " + list + ")");
+  }
+  if (builtin && !s.options.empty())
+    bad(s.options.begin()->first, "kind " + s.kind + " takes no such option");
   require(std::isfinite(s.lr) && s.lr > 0.f, "lr", "must be a finite number > 0, got " + str(s.lr));
   require(std::isfinite(s.weight_decay) && s.weight_decay >= 0.f, "weight_decay",
           "must be >= 0, got " + str(s.weight_decay));

@@ -22,15 +22,19 @@ void require_at_least(const std::string& field, T value, T min) {
   }
 }
 
-void require_one_of(const std::string& field, const std::string& value,
-                    std::initializer_list<const char*> allowed) {
+template <class List>
+void require_in(const std::string& field, const std::string& value, const List& allowed) {
   std::string list;
-  for (const char* a : allowed) {
+  for (const auto& a : allowed) {
     if (value == a) return;
     list += list.empty() ? "" : ", ";
     list += a;
   }
   fail(field, "must be one of " + list + ", got '" + value + "'");
+}
+void require_one_of(const std::string& field, const std::string& value,
+                    std::initializer_list<const char*> allowed) {
+  require_in(field, value, allowed);
 }
 
 // Runs a lower layer's validate() and prefixes its message with the job field it came from.
@@ -57,14 +61,15 @@ void validate_device(const std::string& device) {
 }
 
 void validate_model(const model_spec& m) {
-  require_one_of("model.kind", m.kind, {"linear", "softmax", "mlp"});
+  if (!m.factory) require_in("model.kind", m.kind, model_kinds());
+  const bool builtin = m.kind == "linear" || m.kind == "softmax" || m.kind == "mlp";
   // 0 means "take it from the data" (fit_model_to_data); negative is always wrong.
   require_at_least("model.input_dim", m.input_dim, 0);
   require_at_least("model.output_dim", m.output_dim, 0);
   if (m.kind == "linear" && m.output_dim > 1)
     fail("model.output_dim",
          "must be 1 for linear regression, got " + std::to_string(m.output_dim));
-  if (m.kind != "mlp" && !m.hidden.empty())
+  if (builtin && m.kind != "mlp" && !m.hidden.empty())
     fail("model.hidden", "is only for kind mlp, got " + std::to_string(m.hidden.size()) +
                              " layers for kind " + m.kind);
   for (std::size_t i = 0; i < m.hidden.size(); ++i)

@@ -19,10 +19,6 @@ std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
 }
 constexpr std::uint64_t synthetic_stream = 1;
 
-bool is_classifier_kind(const std::string& kind) {
-  return kind == "softmax" || kind == "mlp";
-}
-
 // A CSV read as regression for a classifier whose class count is not configured: the labels
 // must be integers >= 0, and the class count is the largest label + 1.
 void infer_classes(dataset& d, const std::string& path) {

@@ -190,5 +190,68 @@ TEST(Optimizer, ValidateNamesTheBadField) {
   EXPECT_THROW(make_optimizer(s, 3), std::invalid_argument);
 }
 
+std::string validation_error(const optim_spec& s) {
+  try {
+    validate(s);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+/// w -= lr * sign(g) * scale, with a step count; a rule of one's own.
+class sign_rule final : public slot_optimizer {
+ public:
+  sign_rule(std::size_t n, float scale) : slot_optimizer(n, 1), scale_(scale) {}
+  void step(span<float> w, span<const float> g, float lr) override {
+    for (std::size_t i = 0; i < n_; ++i) {
+      float s = g[i] > 0 ? 1.f : (g[i] < 0 ? -1.f : 0.f);
+      w[i] -= lr * scale_ * s;
+      slots_[0][i] += s;  // how often each weight moved, as its state
+    }
+    ++steps_;
+  }
+
+ private:
+  float scale_;
+};
+
+TEST(optimizer_registry, a_registered_rule_is_made_by_name_and_keeps_its_state) {
+  optim_spec s;
+  s.kind = "sign_test";
+  s.lr = 0.5f;
+  s.options["scale"] = "2";
+  EXPECT_THAT(validation_error(s), HasSubstr("unknown optimizer 'sign_test'"));
+  {
+    optimizer_registration reg{"sign_test", [](const optim_spec& spec, std::size_t n) {
+                                 return std::make_unique<sign_rule>(
+                                     n, std::stof(spec.options.at("scale")));
+                               }};
+    auto opt = make_optimizer(s, 3);
+    std::vector<float> w{1, 1, 1};
+    opt->step(w, std::vector<float>{3, -0.1f, 0}, s.lr);
+    EXPECT_EQ(w, (std::vector<float>{0, 2, 1}));  // 1 -+ 0.5 * 2
+    EXPECT_EQ(opt->steps(), 1);
+    EXPECT_EQ(opt->state().slots.at(0), (std::vector<float>{1, -1, 0}));
+    auto again = make_optimizer(s, 3);
+    again->restore(opt->state());
+    EXPECT_EQ(again->state().slots, opt->state().slots);
+    EXPECT_THROW((optimizer_registration{"sign_test",
+                                         [](const optim_spec&, std::size_t n) {
+                                           return std::make_unique<sign_rule>(n, 1.f);
+                                         }}),
+                 std::invalid_argument);
+  }
+  EXPECT_THROW(make_optimizer(s, 3), std::invalid_argument);  // gone with its registration
+  EXPECT_THROW((optimizer_registration{"adam",
+                                       [](const optim_spec&, std::size_t n) {
+                                         return std::make_unique<sign_rule>(n, 1.f);
+                                       }}),
+               std::invalid_argument);
+  optim_spec builtin;
+  builtin.options["scale"] = "2";
+  EXPECT_THAT(validation_error(builtin), HasSubstr("scale"));
+}
+
 }  // namespace
 }  // namespace actrain
