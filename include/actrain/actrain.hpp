@@ -17,6 +17,7 @@
 #include <actrain/span.hpp>
 #include <actrain/tensor.hpp>
 
+#include <actrain/client.hpp>
 #include <actrain/cluster.hpp>
 #include <actrain/engine.hpp>
 #include <actrain/errors.hpp>
