@@ -3,7 +3,7 @@
 # Idempotent and quick the second time: only missing packages are installed.
 set -euo pipefail
 pkgs=(
-  cmake ninja-build g++ make
+  cmake ninja-build g++ make pkg-config
   libcaf-dev            # C++ Actor Framework 0.17.6 (core, io, openssl)
   libcereal-dev         # checkpoints
   libboost-dev          # Asio + Beast (HTTP endpoint), Process

@@ -18,6 +18,7 @@
 
 #include "cluster_jobs.hpp"
 #include "data/readers.hpp"
+#include "test/support/processes.hpp"
 
 namespace actrain {
 namespace {
@@ -25,27 +26,8 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-struct child {
-  pid_t pid = -1;
-  int out = -1;      ///< read end of its stdout+stderr
-  std::string text;  ///< what it printed so far
-  int status = -1;   ///< waitpid status once reaped
-  bool reaped = false;
-};
-
-struct multiprocess_test : ::testing::Test {
-  std::vector<child> kids;
+struct multiprocess_test : ::testing::Test, test::process_group {
   std::string token = "mp-" + std::to_string(::getpid());
-
-  ~multiprocess_test() override {
-    for (auto& k : kids) {
-      if (!k.reaped && k.pid > 0) {
-        ::kill(k.pid, SIGKILL);
-        ::waitpid(k.pid, &k.status, 0);
-      }
-      if (k.out >= 0) ::close(k.out);
-    }
-  }
 
   std::vector<std::string> common_args() const {
     auto job = test::linear_job(3);
@@ -68,39 +50,10 @@ struct multiprocess_test : ::testing::Test {
   }
 
   std::size_t spawn(const std::string& role, std::vector<std::string> extra) {
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     std::vector<std::string> args{ACTRAIN_BINARY, "node", "--role", role};
     for (auto& a : common_args()) args.push_back(a);
     for (auto& a : extra) args.push_back(a);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(fds[1], 1);
-      ::dup2(fds[1], 2);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    kids.push_back(child{pid, fds[0], {}, -1, false});
-    return kids.size() - 1;
-  }
-
-  /// Reads whatever child k printed; true at end of file.
-  static bool drain(child& k) {
-    char buf[4096];
-    for (;;) {
-      auto n = ::read(k.out, buf, sizeof buf);
-      if (n > 0)
-        k.text.append(buf, static_cast<std::size_t>(n));
-      else
-        return n == 0;
-    }
+    return process_group::spawn(args);
   }
 
   /// The shard that ps process `ps` (an index into kids) holds, from the coordinator's log
@@ -109,49 +62,6 @@ struct multiprocess_test : ::testing::Test {
     return wait_for_line(coord,
                          "ps node 'ps-" + std::to_string(kids[ps].pid) + "' registered as ps ",
                          std::chrono::seconds(0));
-  }
-
-  /// Waits (bounded) until child k printed `what`; returns the text after it up to the line end.
-  std::string wait_for_line(std::size_t k, const std::string& what, std::chrono::seconds bound) {
-    auto deadline = clock_type::now() + bound;
-    auto& c = kids[k];
-    for (;;) {
-      auto at = c.text.find(what);
-      if (at != std::string::npos) {
-        auto end = c.text.find('\n', at);
-        if (end != std::string::npos)
-          return c.text.substr(at + what.size(), end - at - what.size());
-      }
-      auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-      if (left.count() <= 0) return {};
-      pollfd p{c.out, POLLIN, 0};
-      ::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 200)));
-      if (drain(c) && c.text.find(what) == std::string::npos) return {};
-    }
-  }
-
-  /// Reaps every child, bounded; returns false if one was still running at the deadline.
-  bool reap_all(std::chrono::seconds bound) {
-    auto deadline = clock_type::now() + bound;
-    for (;;) {
-      bool all = true;
-      for (auto& k : kids) {
-        if (k.reaped) continue;
-        drain(k);
-        if (::waitpid(k.pid, &k.status, WNOHANG) == k.pid)
-          k.reaped = true;
-        else
-          all = false;
-      }
-      if (all) return true;
-      if (clock_type::now() > deadline) {
-        for (auto& k : kids)
-          if (!k.reaped) ADD_FAILURE() << "still running: pid " << k.pid << ":\n" << k.text;
-        return false;
-      }
-      std::this_thread::sleep_for(10ms);  // polling child exit; bounded by the deadline
-    }
   }
 
   double closed_form() const {
