@@ -8,7 +8,7 @@ namespace actrain {
 
 namespace {
 
-using self_ptr = coordinator_actor::stateful_pointer<coordinator_state>;
+using self_ptr = coordinator_impl::stateful_pointer<coordinator_state>;
 constexpr std::chrono::seconds request_timeout{60};
 /// sync: evaluation points asked for ahead of the workers. Evaluations may fall this many points
 /// behind the training before a point's request could reach its barrier late; every held request
@@ -124,7 +124,7 @@ void record_eval(self_ptr self, std::vector<float> params, bool final_eval, std:
   p.test_accuracy = res.accuracy;
   st.loss_sum = 0;
   st.loss_rows = 0;
-  st.cfg.result->history.push_back(p);
+  st.result.history.push_back(p);
   if (st.cfg.hooks.on_eval) st.cfg.hooks.on_eval(p);
   if (auto* hub = st.cfg.hooks.hub) {
     // Evaluation points carry the test metrics; throughput comes from the ticks' intervals.
@@ -133,8 +133,8 @@ void record_eval(self_ptr self, std::vector<float> params, bool final_eval, std:
     publish_snapshot(st, *hub, false);
   }
   if (final_eval) {
-    st.cfg.result->params = std::move(params);
-    st.cfg.result->test = res;
+    st.result.params = std::move(params);
+    st.result.test = res;
     finish(self);
     return;
   }
@@ -147,8 +147,8 @@ void record_eval(self_ptr self, std::vector<float> params, bool final_eval, std:
     st.train_seconds = elapsed(st);
     for (auto& w : st.workers)
       if (w.alive) self->send(w.handle, stop_atom::value);
-    st.cfg.result->params = std::move(params);
-    st.cfg.result->test = res;
+    st.result.params = std::move(params);
+    st.result.test = res;
     finish(self);
   }
 }
@@ -165,7 +165,7 @@ void maybe_done(self_ptr self) {
   st.finishing = true;
   st.train_seconds = elapsed(st);
   if (!any_alive) {
-    st.cfg.result->error = "every worker was lost";
+    st.result.error = "every worker was lost";
     finish(self);
     return;
   }
@@ -179,7 +179,7 @@ void finish(self_ptr self) {
   auto left = std::make_shared<std::size_t>(st.cfg.fronts.size());
   auto complete = [self] {
     auto& st = self->state;
-    auto& r = *st.cfg.result;
+    auto& r = st.result;
     r.ok = r.error.empty();
     r.seconds = st.train_seconds;
     r.samples = st.samples;
@@ -188,15 +188,11 @@ void finish(self_ptr self) {
       if (w.alive) self->send(w.handle, stop_atom::value);
     for (auto& f : st.cfg.fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
     for (auto& s : st.cfg.shards) self->send_exit(s, caf::exit_reason::user_shutdown);
-    std::ostringstream out;
-    out << (r.ok ? "done" : "failed: " + r.error) << ": " << r.samples << " samples in "
-        << r.seconds << " s (" << static_cast<std::int64_t>(r.samples_per_s)
-        << " samples/s), test loss " << r.test.loss << ", accuracy " << r.test.accuracy;
     if (auto* hub = st.cfg.hooks.hub) {
       st.front_stats = r.shards;
       publish_snapshot(st, *hub, true);
     }
-    if (st.done.pending()) st.done.deliver(out.str());
+    if (st.done.pending()) st.done.deliver(r);
     self->quit();
   };
   // The fronts answer for their shards: a barrier adds what only it counts (late slices).
@@ -204,7 +200,7 @@ void finish(self_ptr self) {
     self->request(st.cfg.fronts[s], request_timeout, stats_atom::value)
         .then(
             [self, left, complete](shard_stats& ss) {
-              auto& r = *self->state.cfg.result;
+              auto& r = self->state.result;
               if (r.staleness_histogram.size() < ss.staleness_histogram.size())
                 r.staleness_histogram.resize(ss.staleness_histogram.size(), 0);
               for (std::size_t i = 0; i < ss.staleness_histogram.size(); ++i)
@@ -241,7 +237,7 @@ void reassign(self_ptr self, std::size_t lost) {
   auto& t = st.workers[lost];
   t.alive = false;
   tell_fronts_leave(self, lost);
-  st.cfg.result->workers_lost += 1;
+  st.result.workers_lost += 1;
   std::int64_t rows = 0;
   for (auto& r : t.rows) rows += r.end - r.begin;
   auto left = t.assigned_samples - t.done_samples;
@@ -268,11 +264,10 @@ void reassign(self_ptr self, std::size_t lost) {
 
 }  // namespace
 
-coordinator_actor::behavior_type coordinator(
-    coordinator_actor::stateful_pointer<coordinator_state> self, coordinator_config cfg) {
+coordinator_impl::behavior_type coordinator(
+    coordinator_impl::stateful_pointer<coordinator_state> self, coordinator_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
-  if (!st.cfg.result) st.cfg.result = std::make_shared<engine_result>();
   st.eval_backend = make_cpu_backend();
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
@@ -288,10 +283,10 @@ coordinator_actor::behavior_type coordinator(
     }
     for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
       if (st.cfg.shards[s].address() == dm.source && !st.finishing) {
-        st.cfg.result->error = "shard " + std::to_string(s) + " went down";
+        st.result.error = "shard " + std::to_string(s) + " went down";
         st.finishing = true;
         st.train_seconds = elapsed(st);
-        if (st.done.pending()) st.done.deliver("failed: " + st.cfg.result->error);
+        if (st.done.pending()) st.done.deliver(st.result);
         for (auto& w : st.workers)
           if (w.alive) self->send(w.handle, stop_atom::value);
         self->quit();
@@ -300,9 +295,9 @@ coordinator_actor::behavior_type coordinator(
     }
   });
   return {
-      [self](run_atom) -> caf::result<std::string> {
+      [self](run_atom) -> caf::result<engine_result> {
         auto& st = self->state;
-        st.done = self->make_response_promise<std::string>();
+        st.done = self->make_response_promise<engine_result>();
         st.start = std::chrono::steady_clock::now();
         auto rows = st.cfg.data->train.rows;
         st.target_samples = rows * st.cfg.job.epochs;

@@ -36,7 +36,8 @@ struct coordinator_state {
   static inline const char* name = "actrain.coordinator";
   coordinator_config cfg;
   std::vector<worker_track> workers;
-  caf::typed_response_promise<std::string> done;
+  engine_result result;  ///< filled as the job runs; the reply to run
+  caf::typed_response_promise<engine_result> done;
   std::unique_ptr<backend> eval_backend;
   std::chrono::steady_clock::time_point start;
   double train_seconds = 0;
@@ -66,8 +67,9 @@ std::vector<std::string> find_stalls(const coordinator_state& st, double thresho
 
 /// Builds nothing itself: hands each worker its rows and the shard map, counts epochs, evaluates
 /// on the test set, reacts to lost workers, and stops everything when the job is done. `run`
-/// replies with a one-line summary once the result is filled.
-coordinator_actor::behavior_type coordinator(
-    coordinator_actor::stateful_pointer<coordinator_state> self, coordinator_config cfg);
+/// replies with the job's result.
+/// Spawned as coordinator_impl (its ticks are its own); handed out as coordinator_actor.
+coordinator_impl::behavior_type coordinator(
+    coordinator_impl::stateful_pointer<coordinator_state> self, coordinator_config cfg);
 
 }  // namespace actrain

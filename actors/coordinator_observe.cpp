@@ -82,11 +82,11 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
     s.finished = finished;
     if (st.loss_rows > 0)
       s.train_loss = st.loss_sum / st.loss_rows;
-    else if (!st.cfg.result->history.empty())
-      s.train_loss = st.cfg.result->history.back().train_loss;
-    if (!st.cfg.result->history.empty()) {
-      s.test_loss = st.cfg.result->history.back().test_loss;
-      s.test_accuracy = st.cfg.result->history.back().test_accuracy;
+    else if (!st.result.history.empty())
+      s.train_loss = st.result.history.back().train_loss;
+    if (!st.result.history.empty()) {
+      s.test_loss = st.result.history.back().test_loss;
+      s.test_accuracy = st.result.history.back().test_accuracy;
     }
     s.step = 0;
     s.workers.clear();

@@ -107,32 +107,32 @@ coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
   bool scheduled = workers_on_scheduler(job);
   for (int w = 0; w < job.workers; ++w) {
     auto wc = make_worker_config(job, train, w);
-    cc.workers.push_back(scheduled ? sys.spawn(worker, std::move(wc))
-                                   : sys.spawn<caf::detached>(worker, std::move(wc)));
+    cc.workers.push_back(spawn_worker(sys, std::move(wc), !scheduled));
   }
   cc.hooks = std::move(hooks);
-  cc.result = std::make_shared<engine_result>();
   return cc;
 }
 
-engine_result run_coordinator(caf::actor_system& sys, coordinator_actor coord,
-                              std::shared_ptr<engine_result> result) {
+engine_result run_coordinator(caf::actor_system& sys, const coordinator_actor& coord) {
   caf::scoped_actor self{sys};
+  engine_result result;
   self->request(coord, caf::infinite, run_atom::value)
-      .receive([](const std::string&) {},
+      .receive([&](engine_result& r) { result = std::move(r); },
                [&](const caf::error& err) {
-                 result->ok = false;
-                 if (result->error.empty()) result->error = describe_error(err);
+                 result.ok = false;
+                 result.error = describe_error(err);
                });
   self->wait_for(coord);
-  return std::move(*result);
+  return result;
+}
+
+engine_result run_coordinator(caf::actor_system& sys, coordinator_config cfg) {
+  return run_coordinator(sys, sys.spawn(coordinator, std::move(cfg)));
 }
 
 engine_result run_job(caf::actor_system& sys, const job_spec& job,
                       std::shared_ptr<const job_data> data, engine_hooks hooks) {
-  auto cc = wire_job(sys, job, std::move(data), std::move(hooks));
-  auto result = cc.result;
-  return run_coordinator(sys, sys.spawn(coordinator, std::move(cc)), std::move(result));
+  return run_coordinator(sys, wire_job(sys, job, std::move(data), std::move(hooks)));
 }
 
 shard_actor spawn_shard(caf::actor_system& sys, shard_config cfg) {

@@ -10,13 +10,9 @@ namespace actrain {
 
 namespace {
 
-using self_ptr = worker_actor::stateful_pointer<worker_state>;
+using self_ptr = worker_impl::stateful_pointer<worker_state>;
 
 void try_compute(self_ptr self);
-
-/// Sent to the worker itself every cfg.timeout. It is not part of worker_actor's interface (a
-/// private matter), so it arrives through the default handler.
-using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;
 
 void report(self_ptr self, bool finished) {
   auto& st = self->state;
@@ -215,8 +211,7 @@ void add_work(self_ptr self, const worker_assignment& a) {
 
 /// Fails the worker when it waits for shards and none answered since the previous tick.
 void arm_watchdog(self_ptr self) {
-  caf::delayed_anon_send(caf::actor_cast<caf::actor>(self), self->state.cfg.timeout,
-                         watchdog_atom::value);
+  self->delayed_send(self, self->state.cfg.timeout, watchdog_atom::value);
 }
 
 void on_watchdog(self_ptr self) {
@@ -236,20 +231,13 @@ void on_watchdog(self_ptr self) {
 
 }  // namespace
 
-worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self,
-                                   worker_config cfg) {
+worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,
+                                  worker_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.rng.seed(st.cfg.seed * 7919 + static_cast<std::uint64_t>(st.cfg.id));
-  self->set_default_handler(
-      [self](caf::scheduled_actor* ptr, caf::message_view& x) -> caf::result<caf::message> {
-        if (x.content().match_elements<watchdog_atom>()) {
-          on_watchdog(self);
-          return caf::message{};
-        }
-        return caf::print_and_drop(ptr, x);
-      });
   return {
+      [self](watchdog_atom) { on_watchdog(self); },
       [self](assign_atom, const worker_assignment& a) {
         auto& st = self->state;
         if (st.shards.empty()) {

@@ -58,7 +58,8 @@ struct worker_state {
 /// one worker and its shards pass messages on one thread without waking another (engine.cpp).
 /// Requests carry no per-request timeout (each one would cost two events on CAF's clock thread
 /// per step); a watchdog fails the worker when shards stop answering (worker_config::timeout).
-worker_actor::behavior_type worker(worker_actor::stateful_pointer<worker_state> self,
-                                   worker_config cfg);
+/// Spawned as worker_impl (its watchdog ticks are its own); handed out as worker_actor.
+worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,
+                                  worker_config cfg);
 
 }  // namespace actrain

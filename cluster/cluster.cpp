@@ -40,10 +40,11 @@ struct registrar_state {
   int next_worker = 0;
   int shards_joined = 0;
   int workers_joined = 0;
-  std::vector<caf::response_promise> waiting;
-  std::vector<std::string> peers;  ///< per ps index: "port host" ("" until it told us)
+  std::vector<caf::typed_response_promise<bool>> waiting;
+  std::vector<ps_endpoint> peers;  ///< per ps index
+  std::vector<bool> peer_known;    ///< per ps index: it told us its endpoint
   int peers_known = 0;
-  std::vector<caf::response_promise> waiting_peers;
+  std::vector<caf::typed_response_promise<std::vector<ps_endpoint>>> waiting_peers;
 
   bool complete() const { return shards_joined == job.shards && workers_joined == job.workers; }
   std::string status() const {
@@ -57,9 +58,10 @@ struct registrar_state {
   }
 };
 
-caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job,
-                        cluster_options opts, std::function<void(const std::string&)> on_event,
-                        std::shared_ptr<cluster_members> members) {
+registrar_actor::behavior_type registrar(registrar_actor::stateful_pointer<registrar_state> self,
+                                         job_spec job, cluster_options opts,
+                                         std::function<void(const std::string&)> on_event,
+                                         std::shared_ptr<cluster_members> members) {
   auto& st = self->state;
   st.job = std::move(job);
   st.opts = std::move(opts);
@@ -68,16 +70,18 @@ caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job
   st.members->shards.resize(static_cast<std::size_t>(st.job.shards));
   st.members->workers.resize(static_cast<std::size_t>(st.job.workers));
   st.peers.resize(static_cast<std::size_t>(st.opts.ps_nodes));
+  st.peer_known.resize(static_cast<std::size_t>(st.opts.ps_nodes));
   auto add_peer = [self](std::int32_t index, const std::string& host, std::uint16_t port) {
     auto& st = self->state;
-    auto& slot = st.peers[static_cast<std::size_t>(index)];
-    if (!slot.empty()) return;
+    auto i = static_cast<std::size_t>(index);
+    if (st.peer_known[i]) return;
+    st.peer_known[i] = true;
     if (port != 0 && host.empty()) {
       st.event("ps " + std::to_string(index) +
                " listens, but its address is unknown: workers reach it through this node");
       port = 0;
     }
-    slot = std::to_string(port) + " " + host;
+    st.peers[i] = ps_endpoint{port != 0 ? host : std::string{}, port};
     if (port != 0)
       st.event("ps " + std::to_string(index) + " takes worker connections at " + host + ":" +
                std::to_string(port));
@@ -140,27 +144,28 @@ caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job
       },
       // A ps node's peer endpoint. Without a host, the address this node sees the ps node's
       // connection come from (its own middleman knows it) is what workers dial.
-      [self, add_peer](peer_atom, std::int32_t index, const std::string& host, std::uint16_t port) {
+      [self, add_peer](peer_atom, std::int32_t index, const ps_endpoint& at) {
         auto& st = self->state;
         if (index < 0 || index >= st.opts.ps_nodes) return;
         auto sender = self->current_sender();
-        if (port == 0 || !host.empty() || !sender) return add_peer(index, host, port);
+        auto port = at.port;
+        if (port == 0 || !at.host.empty() || !sender) return add_peer(index, at.host, port);
         self->request(self->home_system().middleman().actor_handle(), std::chrono::seconds(5),
                       caf::get_atom::value, sender->node())
             .then([=](const caf::node_id&, const std::string& seen,
                       std::uint16_t) { add_peer(index, seen, port); },
                   [=](caf::error&) { add_peer(index, "", port); });
       },
-      [self](peers_atom) -> caf::result<std::vector<std::string>> {
+      [self](peers_atom) -> caf::result<std::vector<ps_endpoint>> {
         auto& st = self->state;
         if (st.peers_known == st.opts.ps_nodes) return st.peers;
-        st.waiting_peers.push_back(self->make_response_promise());
+        st.waiting_peers.push_back(self->make_response_promise<std::vector<ps_endpoint>>());
         return st.waiting_peers.back();
       },
       [self](members_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.complete()) return true;
-        st.waiting.push_back(self->make_response_promise());
+        st.waiting.push_back(self->make_response_promise<bool>());
         return st.waiting.back();
       },
       // Ends the cluster: every joined actor is told to stop (so remote nodes exit even when the
@@ -171,11 +176,11 @@ caf::behavior registrar(caf::stateful_actor<registrar_state>* self, job_spec job
           if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
         for (auto& w : st.members->workers)
           if (w) self->send(w, stop_atom::value);
-        for (auto* list : {&st.waiting, &st.waiting_peers}) {
-          for (auto& p : *list)
-            p.deliver(make_error(errc::stopped, "the coordinator node stopped: " + st.status()));
-          list->clear();
-        }
+        auto stopped = make_error(errc::stopped, "the coordinator node stopped: " + st.status());
+        for (auto& p : st.waiting) p.deliver(stopped);
+        for (auto& p : st.waiting_peers) p.deliver(stopped);
+        st.waiting.clear();
+        st.waiting_peers.clear();
         auto s = st.status();
         self->quit();
         return s;
@@ -274,19 +279,15 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
   auto proxies = chunked ? cc.shards : std::vector<shard_actor>{};
   cc.workers = members->workers;
   cc.hooks = std::move(hooks.engine);
-  cc.result = std::make_shared<engine_result>();
-  auto result = cc.result;
   auto coord = sys.spawn(coordinator, std::move(cc));
   if (hooks.control) hooks.control->add(caf::actor_cast<caf::actor>(coord));
   self->monitor(coord);
   self->send(coord, run_atom::value);
-  self->receive([](std::string&) {},
-                [&](caf::error& err) {
-                  if (result->error.empty()) result->error = describe_error(err);
-                },
+  engine_result result;
+  self->receive([&](engine_result& r) { result = std::move(r); },
+                [&](caf::error& err) { result.error = describe_error(err); },
                 [&](caf::down_msg& dm) {
-                  if (result->error.empty())
-                    result->error = "the coordinator stopped: " + describe_error(dm.reason);
+                  result.error = "the coordinator stopped: " + describe_error(dm.reason);
                 });
   self->wait_for(coord);
   // The coordinator stops the barriers when it finishes, but not when it fails (a shard went
@@ -294,10 +295,10 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
   if (job.mode != "async")
     for (auto& f : fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
   for (auto& p : proxies) self->send_exit(p, caf::exit_reason::user_shutdown);
-  result->ok = result->ok && result->error.empty();
+  result.ok = result.ok && result.error.empty();
   stop_registrar();
   unpublish();
-  return std::move(*result);
+  return result;
 }
 
 }  // namespace actrain

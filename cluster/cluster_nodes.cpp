@@ -22,10 +22,11 @@ namespace actrain {
 
 // -- ps and worker nodes ------------------------------------------------------------------------
 
-caf::expected<caf::actor> connect_registrar(caf::actor_system& sys, const cluster_options& opts) {
+caf::expected<registrar_actor> connect_registrar(caf::actor_system& sys,
+                                                 const cluster_options& opts) {
   auto deadline = std::chrono::steady_clock::now() + opts.join_timeout;
   for (;;) {
-    auto reg = sys.middleman().remote_actor(opts.host, opts.port);
+    auto reg = sys.middleman().remote_actor<registrar_actor>(opts.host, opts.port);
     if (reg) return reg;
     // The coordinator may not listen yet: retry until the deadline (a launcher starts all
     // nodes at once).
@@ -37,7 +38,7 @@ caf::expected<caf::actor> connect_registrar(caf::actor_system& sys, const cluste
 namespace {
 
 struct registration {
-  caf::actor reg;
+  registrar_actor reg;
   std::int32_t index = -1;
   std::int32_t count = 0;
 };
@@ -81,18 +82,16 @@ caf::expected<registration> register_node(caf::actor_system& sys, caf::scoped_ac
 /// node go over a direct connection once one exists (CAF's routing table prefers it), so the
 /// shard handles the coordinator hands out later reach the shards without crossing it. A ps
 /// node that cannot be reached stays reachable through the coordinator.
-void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const caf::actor& reg,
+void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const registrar_actor& reg,
                    const cluster_options& opts) {
-  std::vector<std::string> peers;
+  std::vector<ps_endpoint> peers;
   self->request(reg, opts.join_timeout, peers_atom::value)
-      .receive([&](std::vector<std::string>& p) { peers = std::move(p); }, [&](caf::error&) {});
+      .receive([&](std::vector<ps_endpoint>& p) { peers = std::move(p); }, [&](caf::error&) {});
   for (std::size_t i = 0; i < peers.size(); ++i) {
-    auto space = peers[i].find(' ');
-    if (space == std::string::npos) continue;
-    auto port = std::strtol(peers[i].c_str(), nullptr, 10);
-    auto host = peers[i].substr(space + 1);
-    if (port <= 0 || port > 65535 || host.empty()) continue;
-    auto nid = sys.middleman().connect(host, static_cast<std::uint16_t>(port));
+    const auto& host = peers[i].host;
+    const auto port = peers[i].port;
+    if (port == 0 || host.empty()) continue;
+    auto nid = sys.middleman().connect(host, port);
     if (!nid)
       std::cerr << "actrain: cannot connect to ps node " << i << " at " << host << ":" << port
                 << " (" << sys.render(nid.error())
@@ -101,7 +100,7 @@ void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const caf::a
 }
 
 /// Waits until every actor of `mine` is down; if the coordinator goes first, kills them.
-void wait_node(caf::scoped_actor& self, const caf::actor& reg, std::vector<caf::actor> mine,
+void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<caf::actor> mine,
                node_outcome& out) {
   self->monitor(reg);
   for (auto& a : mine) self->monitor(a);
@@ -153,7 +152,7 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
     peer_port = *p;
     advertised = !opts.advertise_host.empty() ? opts.advertise_host : bind;
   }
-  self->send(r->reg, peer_atom::value, r->index, advertised, peer_port);
+  self->send(r->reg, peer_atom::value, r->index, ps_endpoint{advertised, peer_port});
   auto configs = make_shard_configs(job);
   auto sizes = slice_sizes(job);
   std::vector<caf::actor> mine;
@@ -192,7 +191,7 @@ node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
   auto wc = make_worker_config(job, train, r->index);
   if (opts.worker_delay_s > 0) wc.delay_s = opts.worker_delay_s;
   validate(opts.chunking);
-  worker_actor h = sys.spawn<caf::detached>(worker, std::move(wc));
+  worker_actor h = spawn_worker(sys, std::move(wc));
   if (control) control->add(caf::actor_cast<caf::actor>(h));
   std::vector<caf::actor> mine{caf::actor_cast<caf::actor>(h)};
   if (uses_chunking(job, opts)) {

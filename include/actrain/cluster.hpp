@@ -38,17 +38,6 @@ void validate(const chunk_options& o);
 /// same job and [cluster] settings.
 bool needs_chunking(std::size_t max_slice_bytes, const chunk_options& o);
 
-using hello_atom = caf::atom_constant<caf::atom("hello")>;
-using join_shard_atom = caf::atom_constant<caf::atom("joinshard")>;
-using join_worker_atom = caf::atom_constant<caf::atom("joinworker")>;
-using members_atom = caf::atom_constant<caf::atom("members")>;
-/// ps node -> registrar: (peer_atom, ps index, host, port) where workers reach it (port 0:
-/// nowhere).
-using peer_atom = caf::atom_constant<caf::atom("peer")>;
-/// worker node -> registrar: every ps node's endpoint, "port host" per ps index, once all are
-/// known.
-using peers_atom = caf::atom_constant<caf::atom("peers")>;
-
 enum class node_role { coordinator, ps, worker };
 /// "coordinator" | "ps" | "worker"; throws std::invalid_argument naming the value otherwise.
 node_role parse_role(const std::string& s);
@@ -161,7 +150,8 @@ node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
                              std::shared_ptr<node_control> control = nullptr);
 
 /// Connects to the registrar at opts.host:opts.port, retrying until join_timeout.
-caf::expected<caf::actor> connect_registrar(caf::actor_system& sys, const cluster_options& opts);
+caf::expected<registrar_actor> connect_registrar(caf::actor_system& sys,
+                                                 const cluster_options& opts);
 
 /// Largest shard slice of `job`, in bytes. Slices above the [cluster] chunk-bytes travel in chunks.
 std::size_t max_slice_bytes(const job_spec& job);

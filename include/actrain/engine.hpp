@@ -54,21 +54,6 @@ struct worker_config {
   bool shuffle = true;             ///< false: walk rows in order (tests that line batches up)
 };
 
-/// What a finished job returns.
-struct engine_result {
-  bool ok = false;
-  std::string error;                    ///< why the job failed, when !ok
-  std::vector<float> params;            ///< final parameters, assembled from the shards
-  std::vector<progress_point> history;  ///< one point per evaluation
-  double seconds = 0;                   ///< wall time from the first assignment to the last step
-  std::int64_t samples = 0;
-  double samples_per_s = 0;
-  eval_result test;                               ///< final evaluation
-  std::vector<std::int64_t> staleness_histogram;  ///< summed over shards
-  std::vector<shard_stats> shards;
-  int workers_lost = 0;
-};
-
 /// Callbacks the coordinator makes on its own thread (keep them short).
 struct engine_hooks {
   std::function<void(const progress_point&)> on_eval;  ///< after every evaluation
@@ -91,7 +76,6 @@ struct coordinator_config {
   std::vector<shard_range_t> ranges;
   std::vector<worker_actor> workers;
   engine_hooks hooks;
-  std::shared_ptr<engine_result> result;  ///< filled before run's reply
 };
 
 /// Runs a whole job inside `sys` (the embedded, single-process cluster): spawns the shards, the
@@ -103,14 +87,15 @@ engine_result run_job(caf::actor_system& sys, const job_spec& job,
                       std::shared_ptr<const job_data> data, engine_hooks hooks = {});
 
 /// run_job's first half: spawns the job's shards, the barriers or aggregators in front of them
-/// and its workers, and returns the coordinator's config (with `hooks` and a fresh result)
-/// ready to spawn. For callers that need the coordinator's handle (tests that talk to it).
+/// and its workers, and returns the coordinator's config (with `hooks`) ready to spawn. For
+/// callers that need the coordinator's handle (tests that talk to it).
 coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
                             std::shared_ptr<const job_data> data, engine_hooks hooks = {});
-/// run_job's second half: asks the spawned coordinator `coord` to run, waits until it is done
-/// and returns its result (`result`: the one its config carried). Blocks the calling thread.
-engine_result run_coordinator(caf::actor_system& sys, coordinator_actor coord,
-                              std::shared_ptr<engine_result> result);
+/// run_job's second half: spawns the coordinator from `cfg`, asks it to run, waits until it is
+/// done and returns its result (the reply to run_atom). Blocks the calling thread.
+engine_result run_coordinator(caf::actor_system& sys, coordinator_config cfg);
+/// The same for a coordinator spawned already (a caller that keeps its handle).
+engine_result run_coordinator(caf::actor_system& sys, const coordinator_actor& coord);
 
 /// Spawns one shard in `sys` (on the scheduler). The handle is what workers, barriers and the
 /// client talk to; stop it with an exit message (or let the coordinator stop it).

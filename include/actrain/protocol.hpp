@@ -11,13 +11,15 @@
 #include <caf/all.hpp>
 
 #include <actrain/errors.hpp>
+#include <actrain/job.hpp>
+#include <actrain/reference_trainer.hpp>
 #include <actrain/tensor.hpp>
 #include <actrain/wire.hpp>
 
 namespace actrain {
 
 /// Bumped whenever a message layout changes; checked when a node registers.
-constexpr std::uint32_t protocol_version = 2;  // 2: transfer ids, tensor_chunk
+constexpr std::uint32_t protocol_version = 3;  // 3: typed registrar, ps_endpoint
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -36,6 +38,15 @@ using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// Proxy <-> gateway: one chunk of a large tensor (cluster/chunking.hpp).
 using chunk_atom = caf::atom_constant<caf::atom("chunk")>;
+/// A worker to itself, every worker_config::timeout (worker_impl, never from outside).
+using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;
+// Registration of nodes with the coordinator node's registrar (registrar_actor below).
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using join_shard_atom = caf::atom_constant<caf::atom("joinshard")>;
+using join_worker_atom = caf::atom_constant<caf::atom("joinworker")>;
+using members_atom = caf::atom_constant<caf::atom("members")>;
+using peer_atom = caf::atom_constant<caf::atom("peer")>;
+using peers_atom = caf::atom_constant<caf::atom("peers")>;
 
 // -- message payloads ---------------------------------------------------------------------------
 
@@ -103,6 +114,21 @@ struct progress_report {
   bool finished = false;  ///< the worker has done all the work it was assigned
 };
 
+/// What a finished job returns: the coordinator's reply to run_atom.
+struct engine_result {
+  bool ok = false;
+  std::string error;                    ///< why the job failed, when !ok
+  std::vector<float> params;            ///< final parameters, assembled from the shards
+  std::vector<progress_point> history;  ///< one point per evaluation
+  double seconds = 0;                   ///< wall time from the first assignment to the last step
+  std::int64_t samples = 0;
+  double samples_per_s = 0;
+  eval_result test;                               ///< final evaluation
+  std::vector<std::int64_t> staleness_histogram;  ///< summed over shards
+  std::vector<shard_stats> shards;
+  int workers_lost = 0;
+};
+
 /// A saved shard: parameters, optimizer state, version (for checkpoints and restore).
 struct shard_checkpoint {
   std::int32_t shard = 0;
@@ -122,6 +148,13 @@ struct tensor_chunk {
   std::int64_t offset = 0;
   shape_t shape;
   tensor part;
+};
+
+/// Where worker nodes reach a ps node over a connection of their own (port 0: nowhere; they
+/// route through the coordinator node).
+struct ps_endpoint {
+  std::string host;
+  std::uint16_t port = 0;
 };
 
 /// The contiguous range of the flat parameter vector that shard `index` owns.
@@ -174,8 +207,27 @@ typename Inspector::result_type inspect(Inspector& f, shard_checkpoint& x) {
            x.opt_slots);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ps_endpoint& x) {
+  return f(caf::meta::type_name("ps_endpoint"), x.host, x.port);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_range_t& x) {
   return f(caf::meta::type_name("shard_range"), x.begin, x.end);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, eval_result& x) {
+  return f(caf::meta::type_name("eval_result"), x.loss, x.accuracy, x.rows);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, progress_point& x) {
+  return f(caf::meta::type_name("progress_point"), x.epoch, x.step, x.samples, x.seconds,
+           x.train_loss, x.test_loss, x.test_accuracy);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, engine_result& x) {
+  return f(caf::meta::type_name("engine_result"), x.ok, x.error, x.params, x.history, x.seconds,
+           x.samples, x.samples_per_s, x.test, x.staleness_histogram, x.shards, x.workers_lost);
 }
 
 // -- typed interfaces ---------------------------------------------------------------------------
@@ -214,11 +266,35 @@ typename Inspector::result_type inspect(Inspector& f, worker_assignment& x) {
 /// A worker: started with an assignment (again to add rows), stopped with stop_atom.
 using worker_actor =
     caf::typed_actor<caf::reacts_to<assign_atom, worker_assignment>, caf::reacts_to<stop_atom>>;
+/// What a worker is spawned as: worker_actor plus its own watchdog ticks. Handed out as
+/// worker_actor only.
+using worker_impl = worker_actor::extend<caf::reacts_to<watchdog_atom>>;
 
 /// Where workers report; the coordinator.
-using coordinator_actor =
-    caf::typed_actor<caf::reacts_to<progress_atom, progress_report>, caf::reacts_to<tick_atom>,
-                     caf::replies_to<run_atom>::with<std::string>>;
+using coordinator_actor = caf::typed_actor<caf::reacts_to<progress_atom, progress_report>,
+                                           caf::replies_to<run_atom>::with<engine_result>>;
+/// What a coordinator is spawned as: coordinator_actor plus its own periodic ticks (console,
+/// metrics, stall detection). Handed out as coordinator_actor only.
+using coordinator_impl = coordinator_actor::extend<caf::reacts_to<tick_atom>>;
+
+/// The coordinator node's registrar, published on [cluster] host:port.
+///   hello: (role, token, protocol_version, byte-order probe, node name) -> (index, count of
+///          that role, the registrar's probe); refused with bad_token / version_mismatch /
+///          bad_config naming what differs.
+///   join_shard / join_worker: (index, handle) once the node's actors run.
+///   peer: (ps index, endpoint) where workers reach that ps node (host "" = as seen here).
+///   peers -> every ps node's endpoint, once all are known (worker nodes dial them).
+///   members -> true once every shard and worker joined (the coordinator node waits on it).
+///   stop -> a status line; tells every joined actor to stop and quits.
+using registrar_actor =
+    caf::typed_actor<caf::replies_to<hello_atom, std::string, std::string, std::uint32_t, tensor,
+                                     std::string>::with<std::int32_t, std::int32_t, tensor>,
+                     caf::reacts_to<join_shard_atom, std::int32_t, shard_actor>,
+                     caf::reacts_to<join_worker_atom, std::int32_t, worker_actor>,
+                     caf::reacts_to<peer_atom, std::int32_t, ps_endpoint>,
+                     caf::replies_to<peers_atom>::with<std::vector<ps_endpoint>>,
+                     caf::replies_to<members_atom>::with<bool>,
+                     caf::replies_to<stop_atom>::with<std::string>>;
 
 }  // namespace actrain
 
@@ -238,4 +314,10 @@ CAF_ADD_TYPE_ID(actrain, (actrain::worker_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::coordinator_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::tensor_chunk))
 CAF_ADD_TYPE_ID(actrain, (actrain::chunked_shard_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::ps_endpoint))
+CAF_ADD_TYPE_ID(actrain, (std::vector<actrain::ps_endpoint>))
+CAF_ADD_TYPE_ID(actrain, (actrain::registrar_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::worker_impl))
+CAF_ADD_TYPE_ID(actrain, (actrain::engine_result))
+CAF_ADD_TYPE_ID(actrain, (actrain::coordinator_impl))
 CAF_END_TYPE_ID_BLOCK(actrain)

@@ -114,18 +114,9 @@ TEST_F(barrier_train_test,
   auto train = std::shared_ptr<const dataset>(data, &data->train);
   for (int w = 0; w < job.workers; ++w)
     cc.workers.push_back(sys->spawn<caf::detached>(worker, make_worker_config(job, train, w)));
-  cc.result = std::make_shared<engine_result>();
-  auto result = cc.result;
-  auto coord = sys->spawn(coordinator, std::move(cc));
-  {
-    caf::scoped_actor self{*sys};
-    self->request(coord, caf::infinite, run_atom::value)
-        .receive([](const std::string&) {},
-                 [&](const caf::error& err) { ADD_FAILURE() << describe_error(err); });
-    self->wait_for(coord);
-  }
-  ASSERT_TRUE(result->ok) << result->error;
-  EXPECT_EQ(result->samples, 8000);
+  auto result = run_coordinator(*sys, std::move(cc));
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(result.samples, 8000);
   // Replay the history: clocks from pushes, the live set from leaves; every answered pull must
   // be within the bound of the slowest live worker at the time it was answered.
   std::vector<std::int64_t> clock(4, 0);

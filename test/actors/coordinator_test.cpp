@@ -50,9 +50,8 @@ TEST(coordinator_test, impossible_progress_reports_are_ignored_and_named) {
     for (auto& r : bad) caf::anon_send(*coord, progress_atom::value, r);
   };
   auto cc = wire_job(sys, job, data, std::move(hooks));
-  auto result = cc.result;
   *coord = sys.spawn(coordinator, std::move(cc));
-  auto res = run_coordinator(sys, *coord, result);
+  auto res = run_coordinator(sys, *coord);
   ASSERT_TRUE(res.ok) << res.error;
   EXPECT_TRUE(sent) << "the job ended before the first tick";
   EXPECT_EQ(res.samples, 2 * 4000);  // none of the bad reports' samples counted
@@ -94,8 +93,7 @@ TEST(coordinator_test, slow_evaluations_do_not_move_sync_evaluation_points) {
         .receive([&](const weights& w) { held_until = w.version; },
                  [&](caf::error&) { held_until = 0; });
   };
-  auto result = cc.result;
-  auto slow = run_coordinator(sys, sys.spawn(coordinator, std::move(cc)), result);
+  auto slow = run_coordinator(sys, std::move(cc));
   ASSERT_TRUE(fast.ok) << fast.error;
   ASSERT_TRUE(slow.ok) << slow.error;
   EXPECT_GE(held_until, 168);

@@ -33,9 +33,23 @@ worker_actor::behavior_type dummy_worker() {
   return {[](assign_atom, const worker_assignment&) {}, [](stop_atom) {}};
 }
 
+registrar_actor::behavior_type dummy_registrar() {
+  return {
+      [](hello_atom, const std::string&, const std::string&, std::uint32_t, const tensor& t,
+         const std::string&) -> caf::result<std::int32_t, std::int32_t, tensor> {
+        return {std::int32_t{0}, std::int32_t{1}, t};
+      },
+      [](join_shard_atom, std::int32_t, const shard_actor&) {},
+      [](join_worker_atom, std::int32_t, const worker_actor&) {},
+      [](peer_atom, std::int32_t, const ps_endpoint&) {},
+      [](peers_atom) { return std::vector<ps_endpoint>{}; },
+      [](members_atom) { return true; },
+      [](stop_atom) { return std::string{}; },
+  };
+}
+
 coordinator_actor::behavior_type dummy_coordinator() {
-  return {[](progress_atom, const progress_report&) {}, [](tick_atom) {},
-          [](run_atom) { return std::string{}; }};
+  return {[](progress_atom, const progress_report&) {}, [](run_atom) { return engine_result{}; }};
 }
 
 bool same(const tensor& a, const tensor& b) {
@@ -151,6 +165,43 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
   EXPECT_EQ(c2.values, c.values);
   EXPECT_EQ(c2.opt_steps, 76);
   EXPECT_EQ(c2.opt_slots, c.opt_slots);
+  auto ep = round_trip<ps_endpoint>(ps_endpoint{"127.0.0.1", 47111});
+  EXPECT_EQ(ep.host, "127.0.0.1");
+  EXPECT_EQ(ep.port, 47111);
+  auto eps = round_trip<std::vector<ps_endpoint>>(
+      std::vector<ps_endpoint>{{"10.0.0.1", 1}, {"", 0}, {"host-b", 65535}});
+  ASSERT_EQ(eps.size(), 3u);
+  EXPECT_EQ(eps[2].host, "host-b");
+  EXPECT_EQ(eps[2].port, 65535);
+  EXPECT_EQ(eps[1].port, 0);
+  engine_result er;
+  er.ok = true;
+  er.error = "none";
+  er.params = {1.5f, -2.f};
+  er.history.push_back(progress_point{2, 300, 4000, 1.25, 0.5, 0.25, 0.875});
+  er.seconds = 3.5;
+  er.samples = 8000;
+  er.samples_per_s = 2285.5;
+  er.test = eval_result{0.125, 0.9, 1000};
+  er.staleness_histogram = {5, 0, 1};
+  er.shards.push_back(shard_stats{});
+  er.shards[0].pushes = 42;
+  er.workers_lost = 1;
+  auto er2 = round_trip<engine_result>(er);
+  EXPECT_TRUE(er2.ok);
+  EXPECT_EQ(er2.error, "none");
+  EXPECT_EQ(er2.params, er.params);
+  ASSERT_EQ(er2.history.size(), 1u);
+  EXPECT_EQ(er2.history[0].step, 300);
+  EXPECT_EQ(er2.history[0].test_accuracy, 0.875);
+  EXPECT_EQ(er2.seconds, 3.5);
+  EXPECT_EQ(er2.samples, 8000);
+  EXPECT_EQ(er2.test.rows, 1000);
+  EXPECT_EQ(er2.test.accuracy, 0.9);
+  EXPECT_EQ(er2.staleness_histogram, er.staleness_histogram);
+  ASSERT_EQ(er2.shards.size(), 1u);
+  EXPECT_EQ(er2.shards[0].pushes, 42);
+  EXPECT_EQ(er2.workers_lost, 1);
   auto range = round_trip<shard_range_t>(shard_range_t{10, 20});
   EXPECT_EQ(range.begin, 10);
   EXPECT_EQ(range.end, 20);
@@ -206,6 +257,8 @@ TEST_F(protocol_wire_test, actor_handles_and_assignments_come_back_as_the_same_a
   EXPECT_EQ(round_trip<shard_actor>(s0), s0);
   EXPECT_EQ(round_trip<worker_actor>(w), w);
   EXPECT_EQ(round_trip<coordinator_actor>(co), co);
+  registrar_actor reg = b.spawn(dummy_registrar);
+  EXPECT_EQ(round_trip<registrar_actor>(reg), reg);
   chunked_shard_actor gw = caf::actor_cast<chunked_shard_actor>(s1);
   EXPECT_EQ(round_trip<chunked_shard_actor>(gw), gw);
   worker_assignment asg;
@@ -229,7 +282,8 @@ TEST_F(protocol_wire_test, actor_handles_and_assignments_come_back_as_the_same_a
   EXPECT_EQ(back.start_step, 17);
   EXPECT_EQ(back.reports_to, caf::actor_cast<caf::actor>(co));
   for (auto h : {caf::actor_cast<caf::actor>(s0), caf::actor_cast<caf::actor>(s1),
-                 caf::actor_cast<caf::actor>(w), caf::actor_cast<caf::actor>(co)})
+                 caf::actor_cast<caf::actor>(w), caf::actor_cast<caf::actor>(co),
+                 caf::actor_cast<caf::actor>(reg)})
     caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
 }
 
