@@ -146,7 +146,7 @@ caf::expected<push_ack> sync_push(self_ptr self, const gradient& g) {
     return ack;
   }
   if (w < st.arrived.size()) st.arrived[w] = true;
-  if (st.arrivals == 0) st.open_since = std::chrono::steady_clock::now();
+  if (st.arrivals == 0) st.open_since = st.sys_clock->now();
   st.arrivals += 1;
   maybe_close(self);
   return ack;
@@ -173,8 +173,7 @@ void fill_waiting(const barrier_state& st, shard_stats& s) {
   s.waiting_for.clear();
   if (st.cfg.mode == "ssp" || st.arrivals == 0) return;
   s.waiting_step = st.done;
-  s.waiting_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - st.open_since).count();
+  s.waiting_s = std::chrono::duration<double>(st.sys_clock->now() - st.open_since).count();
   for (std::size_t w = 0; w < st.active.size(); ++w)
     if (st.active[w] && !st.arrived[w]) s.waiting_for.push_back(static_cast<std::int32_t>(w));
 }
@@ -185,6 +184,7 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
                                    barrier_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  st.sys_clock = &self->clock();
   auto n = static_cast<std::size_t>(std::max(0, st.cfg.workers));
   st.clock.assign(n, 0);
   st.active.assign(n, true);

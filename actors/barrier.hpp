@@ -62,7 +62,10 @@ struct barrier_state {
   std::int64_t sum_rows = 0;
   std::vector<bool> arrived;  ///< per worker: has a slice in the open step
   std::int32_t arrivals = 0;
-  std::chrono::steady_clock::time_point open_since;  ///< when the open step's first slice came
+  /// The actor system's clock (CAF's test clock under the deterministic scheduler): the seam
+  /// that makes the stall figures below testable without waiting on real time.
+  const caf::actor_clock* sys_clock = nullptr;
+  caf::actor_clock::time_point open_since;  ///< when the open step's first slice came
   std::int64_t dropped_late = 0;
   std::int64_t folded = 0;
   std::int64_t pulls = 0;

@@ -16,7 +16,7 @@ constexpr std::chrono::seconds request_timeout{60};
 constexpr int eval_window = 16;
 
 double elapsed(const coordinator_state& st) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - st.start).count();
+  return std::chrono::duration<double>(st.now() - st.start).count();
 }
 
 void event(self_ptr self, const std::string& line) {
@@ -268,6 +268,7 @@ coordinator_impl::behavior_type coordinator(
     coordinator_impl::stateful_pointer<coordinator_state> self, coordinator_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  st.sys_clock = &self->clock();
   st.eval_backend = make_cpu_backend();
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
@@ -298,7 +299,7 @@ coordinator_impl::behavior_type coordinator(
       [self](run_atom) -> caf::result<engine_result> {
         auto& st = self->state;
         st.done = self->make_response_promise<engine_result>();
-        st.start = std::chrono::steady_clock::now();
+        st.start = st.now();
         auto rows = st.cfg.data->train.rows;
         st.target_samples = rows * st.cfg.job.epochs;
         st.next_eval_samples =
@@ -356,7 +357,7 @@ coordinator_impl::behavior_type coordinator(
         if (!w.alive) return;
         w.step = std::max(w.step, r.step);
         w.done_samples += r.samples;
-        auto now = std::chrono::steady_clock::now();
+        auto now = st.now();
         // Rates over windows of at least 0.5 s: reports queued behind an evaluation arrive
         // together, and a rate over their near-zero spacing would be meaningless. A worker's
         // last report closes its window whatever its length (a job shorter than 0.5 s still

@@ -22,12 +22,12 @@ struct worker_track {
   std::int64_t step = 0;
   bool finished = false;
   bool alive = true;
-  std::chrono::steady_clock::time_point last_report;
+  caf::actor_clock::time_point last_report;
   double rate = 0;                ///< samples/s over the last rate window (>= 0.5 s)
   std::int64_t rate_samples = 0;  ///< samples since the rate window opened
   double rate_busy_s = 0;         ///< seconds the worker computed since the window opened
   double busy = 0;                ///< busy fraction over the last rate window
-  std::chrono::steady_clock::time_point rate_since;
+  caf::actor_clock::time_point rate_since;
   double last_loss = 0;  ///< mean loss of its last report
   std::int64_t last_staleness = 0;
 };
@@ -39,7 +39,11 @@ struct coordinator_state {
   engine_result result;  ///< filled as the job runs; the reply to run
   caf::typed_response_promise<engine_result> done;
   std::unique_ptr<backend> eval_backend;
-  std::chrono::steady_clock::time_point start;
+  /// The actor system's clock (CAF's test clock under the deterministic scheduler): every time
+  /// the coordinator reads (rates, stalls, elapsed time) comes through it.
+  const caf::actor_clock* sys_clock = nullptr;
+  caf::actor_clock::time_point now() const { return sys_clock->now(); }
+  caf::actor_clock::time_point start;
   double train_seconds = 0;
   std::int64_t samples = 0;
   double loss_sum = 0;

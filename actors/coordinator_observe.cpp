@@ -10,8 +10,8 @@ namespace actrain {
 
 namespace {
 
-double since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+double since(const coordinator_state& st, caf::actor_clock::time_point t) {
+  return std::chrono::duration<double>(st.now() - t).count();
 }
 
 std::string worker_name(std::size_t i) {
@@ -51,7 +51,7 @@ std::vector<std::string> find_stalls(const coordinator_state& st, double thresho
   for (std::size_t i = 0; i < st.workers.size(); ++i) {
     auto& w = st.workers[i];
     if (!w.alive || w.finished || blocked_at(st, i) >= 0) continue;
-    auto quiet = since(w.last_report);
+    auto quiet = since(st, w.last_report);
     if (quiet < threshold_s) continue;
     std::ostringstream line;
     line.precision(2);
@@ -63,7 +63,7 @@ std::vector<std::string> find_stalls(const coordinator_state& st, double thresho
 }
 
 void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bool finished) {
-  auto now = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.start).count();
+  auto now = since(st, st.start);
   auto stalls = find_stalls(st, st.cfg.hooks.stall_after_s);
   hub.update([&](observe::run_snapshot& s) {
     auto& job = st.cfg.job;
@@ -101,7 +101,7 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
       ws.busy = w.busy;
       ws.loss = w.last_loss;
       ws.last_staleness = w.last_staleness;
-      ws.seconds_since_report = since(w.last_report);
+      ws.seconds_since_report = since(st, w.last_report);
       ws.state = !w.alive ? "lost" : w.finished ? "finished" : "computing";
       if (w.alive && !w.finished && ws.seconds_since_report >= st.cfg.hooks.stall_after_s) {
         auto f = blocked_at(st, i);

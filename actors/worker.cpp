@@ -99,7 +99,7 @@ void simulate_compute(double seconds) {
 
 void compute_and_push(self_ptr self) {
   auto& st = self->state;
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = self->clock().now();
   int rows = next_batch(st);
   if (rows == 0) {
     // All assigned work is done; the fetched weights stay ready in case more work arrives.
@@ -174,8 +174,7 @@ void compute_and_push(self_ptr self) {
   }
   st.pending.samples += rows;
   st.pending.loss_sum += ls.loss;
-  st.pending.busy_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  st.pending.busy_seconds += std::chrono::duration<double>(self->clock().now() - t0).count();
   if (st.step % st.cfg.report_every == 0) report(self, false);
   if (!st.cfg.prefetch && !st.cfg.push_pull) fetch(self, st.step);
 }

@@ -4,6 +4,8 @@
 #include "actor_fixture.hpp"
 #include "actors/worker.hpp"
 
+#include <actrain/errors.hpp>
+
 namespace actrain {
 namespace {
 
@@ -93,6 +95,98 @@ TEST(worker_test, back_pressure_never_exceeds_the_window) {
     self->send_exit(fake, caf::exit_reason::user_shutdown);
     ds.run();
   }
+}
+
+/// A worker of a 2-feature linear model on `data`, window 1, watchdog every `timeout`.
+worker_config watched_worker(std::shared_ptr<dataset> data, std::chrono::milliseconds timeout) {
+  worker_config wc;
+  wc.model = {"linear", 2, 1, {}};
+  wc.train = std::move(data);
+  wc.batch = 4;
+  wc.window = 1;
+  wc.timeout = timeout;
+  return wc;
+}
+
+std::shared_ptr<dataset> small_data() {
+  auto d = std::make_shared<dataset>();
+  d->rows = 40;
+  d->features = 2;
+  d->x.assign(80, 1.f);
+  d->y.assign(40, 0.f);
+  return d;
+}
+
+/// Whether a down message is in self's mailbox (taking it); its reason in *why.
+bool went_down(caf::scoped_actor& self, caf::error* why) {
+  bool down = false;
+  self->receive(
+      [&](caf::down_msg& dm) {
+        down = true;
+        *why = dm.reason;
+      },
+      caf::after(std::chrono::seconds(0)) >> [] {});
+  return down;
+}
+
+// The watchdog runs on the actor system's clock: on the test coordinator the test moves time,
+// nothing sleeps. A worker whose shard holds its push fails after two silent periods (the first
+// tick notes the answer count, the second finds it unchanged), naming the timeout.
+TEST(worker_test, the_watchdog_fails_a_worker_whose_shards_stop_answering) {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  auto fake = ds.sys->spawn(holding_shard, std::size_t{3});
+  worker_actor w = ds.sys->spawn(worker, watched_worker(small_data(), std::chrono::seconds(1)));
+  self->monitor(w);
+  worker_assignment a;
+  a.shards = {fake};
+  a.ranges = {shard_range_t{0, 3}};
+  a.rows = {shard_range_t{0, 40}};
+  self->send(w, assign_atom::value, a);
+  ds.run();  // one push in flight, held
+  caf::error why;
+  ds.sched->advance_time(std::chrono::milliseconds(999));
+  ds.run();
+  EXPECT_FALSE(went_down(self, &why)) << "down before the first period ended";
+  ds.sched->advance_time(std::chrono::milliseconds(1));  // tick 1: notes the answer count
+  ds.run();
+  EXPECT_FALSE(went_down(self, &why)) << "down after one silent period";
+  ds.sched->advance_time(std::chrono::seconds(1));  // tick 2: nothing answered since
+  ds.run();
+  ASSERT_TRUE(went_down(self, &why));
+  EXPECT_EQ(why, caf::sec::request_timeout);
+  EXPECT_NE(describe_error(why).find("no shard answered for 1000 ms"), std::string::npos)
+      << describe_error(why);
+  self->send_exit(fake, caf::exit_reason::user_shutdown);
+  ds.run();
+}
+
+TEST(worker_test, an_answer_between_ticks_keeps_the_worker_alive) {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  auto fake = ds.sys->spawn(holding_shard, std::size_t{3});
+  worker_actor w = ds.sys->spawn(worker, watched_worker(small_data(), std::chrono::seconds(1)));
+  self->monitor(w);
+  worker_assignment a;
+  a.shards = {fake};
+  a.ranges = {shard_range_t{0, 3}};
+  a.rows = {shard_range_t{0, 40}};
+  self->send(w, assign_atom::value, a);
+  ds.run();
+  caf::error why;
+  ds.sched->advance_time(std::chrono::seconds(1));  // tick 1
+  ds.run();
+  EXPECT_EQ(pushes_seen(ds, self, fake), 1);        // releases the held push: an answer
+  ds.run();                                         // the worker pushes again (held)
+  ds.sched->advance_time(std::chrono::seconds(1));  // tick 2: one answer since tick 1
+  ds.run();
+  EXPECT_FALSE(went_down(self, &why)) << describe_error(why);
+  ds.sched->advance_time(std::chrono::seconds(1));  // tick 3: silent again
+  ds.run();
+  ASSERT_TRUE(went_down(self, &why));
+  EXPECT_EQ(why, caf::sec::request_timeout);
+  self->send_exit(fake, caf::exit_reason::user_shutdown);
+  ds.run();
 }
 
 TEST(worker_test, a_local_send_of_a_gradient_does_not_copy_its_buffer) {

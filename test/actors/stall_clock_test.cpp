@@ -1,0 +1,58 @@
+// Stall diagnosis on a clock the test sets (CAF's test clock, the seam every time the
+// coordinator reads comes through): who is named, after how long, and who is not.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <caf/detail/test_actor_clock.hpp>
+
+#include "actors/coordinator.hpp"
+
+namespace actrain {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct stall_clock_test : ::testing::Test {
+  caf::detail::test_actor_clock clock;
+  coordinator_state st;
+  stall_clock_test() {
+    st.sys_clock = &clock;
+    st.cfg.job.mode = "sync";
+    st.start = clock.now();
+    st.workers.resize(3);
+    for (auto& w : st.workers) w.last_report = clock.now();
+  }
+};
+
+TEST_F(stall_clock_test, a_silent_worker_is_named_once_the_threshold_passes_and_not_before) {
+  st.workers[1].step = 41;
+  clock.current_time += 900ms;
+  st.workers[0].last_report = st.workers[2].last_report = clock.now();  // these two report
+  EXPECT_TRUE(find_stalls(st, 1.0).empty()) << "named after 0.9 s of silence, threshold 1 s";
+  clock.current_time += 350ms;
+  auto lines = find_stalls(st, 1.0);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "worker-1 has reported no progress for 1.25 s (last step 41)");
+  st.workers[1].finished = true;  // done workers are quiet, not stalled
+  EXPECT_TRUE(find_stalls(st, 1.0).empty());
+}
+
+TEST_F(stall_clock_test,
+       workers_blocked_at_a_held_barrier_step_are_not_blamed_the_barrier_says_why) {
+  clock.current_time += 3s;  // every worker silent for 3 s
+  shard_stats held;
+  held.waiting_step = 7;
+  held.waiting_s = 2.5;
+  held.waiting_for = {2};  // the step waits for worker 2; 0 and 1 wait at the barrier
+  st.front_stats = {held};
+  auto lines = find_stalls(st, 1.0);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "sync step 7 on shard-0 waits 2.50 s for worker-2");
+  EXPECT_EQ(lines[1], "worker-2 has reported no progress for 3.00 s (last step 0)");
+}
+
+}  // namespace
+}  // namespace actrain
