@@ -23,9 +23,12 @@ void prepare_config(caf::actor_system_config& cfg) {
                              s += ": " + ctx.get_as<std::string>(0);
                            return s;
                          });
-  auto cores = std::max(2u, std::thread::hardware_concurrency());
-  cfg.set("scheduler.max-threads", static_cast<std::int64_t>(cores));
-  cfg.set("work-stealing.moderate-poll-attempts", static_cast<std::int64_t>(0));
+  // Defaults only: a key the application set (in code, its INI file or its command line) stays.
+  auto fill = [&cfg](const char* key, std::int64_t value) {
+    if (!caf::get_if(&caf::content(cfg), key)) cfg.set(key, value);
+  };
+  fill("scheduler.max-threads", std::max(2u, std::thread::hardware_concurrency()));
+  fill("work-stealing.moderate-poll-attempts", 0);
 }
 
 std::vector<shard_range_t> job_ranges(const job_spec& job) {
@@ -92,9 +95,8 @@ bool workers_on_scheduler(const job_spec& job) {
 coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
                             std::shared_ptr<const job_data> data, engine_hooks hooks) {
   validate(job);
-  // The engine relies on one BLAS thread per worker (BENCHMARKS.md: oversubscription is 4-5x
-  // slower on 2 cores).
-  set_blas_threads(1);
+  // One BLAS thread per worker unless the host chose (oversubscription is 4-5x slower on 2 cores).
+  default_blas_threads(1);
   coordinator_config cc;
   cc.job = job;
   cc.data = data;

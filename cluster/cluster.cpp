@@ -204,7 +204,7 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     throw std::invalid_argument(
         "job.local-aggregation combines the workers of one process; across nodes each worker is "
         "its own node: turn it off");
-  set_blas_threads(1);
+  default_blas_threads(1);
   engine_result fail;
   auto event = [&](const std::string& s) {
     if (hooks.on_event) hooks.on_event(s);

@@ -33,7 +33,8 @@ void prepare_cluster_config(caf::actor_system_config& cfg, const cluster_options
   cfg.load<caf::io::middleman>();
   // One multiplexer thread serializes and writes; extra BASP workers only add hand-offs on
   // 2 cores (CAF-NOTES.md: small RTT 65-135 us tuned vs 210-290 us default).
-  cfg.set("middleman.workers", static_cast<std::int64_t>(0));
+  if (!caf::get_if(&caf::content(cfg), "middleman.workers"))
+    cfg.set("middleman.workers", static_cast<std::int64_t>(0));
   cfg.set("middleman.heartbeat-interval", caf::timespan{opts.heartbeat});
   cfg.set("middleman.connection-timeout", caf::timespan{opts.connection_timeout});
 }

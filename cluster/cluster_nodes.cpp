@@ -178,7 +178,7 @@ node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
                              std::shared_ptr<const job_data> data, const cluster_options& opts,
                              std::shared_ptr<node_control> control) {
   node_outcome out;
-  set_blas_threads(1);
+  default_blas_threads(1);
   caf::scoped_actor self{sys};
   auto r = register_node(sys, self, node_role::worker, opts, job);
   if (!r) {

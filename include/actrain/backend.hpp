@@ -111,7 +111,15 @@ inline buffer::~buffer() {
 /// BLAS threading is left as the process configured it (actrain sets 1 thread per worker).
 std::unique_ptr<backend> make_cpu_backend();
 
-/// Sets OpenBLAS's thread count for the whole process (OpenBLAS has one global pool).
+/// Sets OpenBLAS's thread count for the whole process (OpenBLAS has one global pool): the
+/// application's choice, which actrain then never overrides.
 void set_blas_threads(int n);
+/// OpenBLAS's thread count now.
+int blas_threads();
+/// What actrain calls before it runs workers: sets `n` threads unless the application chose
+/// (set_blas_threads, or OPENBLAS_NUM_THREADS / OMP_NUM_THREADS in the environment). Returns
+/// whether it set them. The engine's default is 1 per process: each worker computes on its own
+/// thread, and BLAS threads on top of them oversubscribe the cores.
+bool default_blas_threads(int n);
 
 }  // namespace actrain

@@ -2,6 +2,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -176,8 +177,26 @@ std::unique_ptr<backend> make_cpu_backend() {
   return std::make_unique<cpu_backend>();
 }
 
+namespace {
+/// Set once the application chose a BLAS thread count (set_blas_threads).
+std::atomic<bool> host_chose_blas_threads{false};
+}  // namespace
+
 void set_blas_threads(int n) {
+  host_chose_blas_threads = true;
   openblas_set_num_threads(std::max(1, n));
+}
+
+int blas_threads() {
+  return openblas_get_num_threads();
+}
+
+bool default_blas_threads(int n) {
+  if (host_chose_blas_threads || std::getenv("OPENBLAS_NUM_THREADS") ||
+      std::getenv("OMP_NUM_THREADS"))
+    return false;
+  openblas_set_num_threads(std::max(1, n));
+  return true;
 }
 
 }  // namespace actrain

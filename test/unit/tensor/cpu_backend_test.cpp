@@ -237,8 +237,15 @@ TEST_F(cpu_backend_test, squared_error_and_sum_squares) {
   EXPECT_DOUBLE_EQ(b->sum_squares(3, x.data()), 25.25);
 }
 
+// The count is process-wide and the host's: set_blas_threads sets it, and actrain's default
+// (default_blas_threads, what the engine calls) no longer touches it afterwards.
 TEST_F(cpu_backend_test, blas_threads_can_be_set) {
-  set_blas_threads(1);  // process-wide; 1 is what actrain uses per worker
+  set_blas_threads(2);
+  EXPECT_EQ(blas_threads(), 2);
+  EXPECT_FALSE(default_blas_threads(1));
+  EXPECT_EQ(blas_threads(), 2);
+  set_blas_threads(1);
+  EXPECT_EQ(blas_threads(), 1);
   auto a = random_values(4, 1), bm = random_values(4, 2);
   std::vector<float> c(4);
   b->gemm(false, false, 2, 2, 2, 1.0f, a.data(), bm.data(), 0.0f, c.data());
