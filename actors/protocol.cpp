@@ -2,15 +2,16 @@
 
 #include <stdexcept>
 
+#include <actrain/data.hpp>
+
 namespace actrain {
 
 shard_range_t param_range(std::int64_t num_params, int shards, int index) {
   if (shards < 1 || index < 0 || index >= shards || num_params < shards)
     throw std::invalid_argument("param_range: need 0 <= index < shards <= num_params");
-  auto base = num_params / shards;
-  auto extra = num_params % shards;
-  auto begin = index * base + std::min<std::int64_t>(index, extra);
-  return {begin, begin + base + (index < extra ? 1 : 0)};
+  // The same partition as a data set's rows (include/actrain/data.hpp): one function for both.
+  auto r = shard_range(num_params, shards, index);
+  return {r.first, r.second};
 }
 
 std::string to_string(errc x) {

@@ -92,7 +92,7 @@ void straggle(worker_state& st) {
 
 /// Time standing in for forward/backward (simulated compute). Sleeping, not spinning: it stands
 /// for a device (a GPU) computing while the worker's thread waits, so coordination overhead can be
-/// measured for many more workers than this machine has cores (issue 4).
+/// measured for many more workers than this machine has cores.
 void simulate_compute(double seconds) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }

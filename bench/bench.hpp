@@ -10,7 +10,7 @@ namespace actrain {
 
 // Benchmarks behind `actrain bench foundation` and `actrain bench reference`. Each prints its
 // progress and results to stdout and returns a markdown section for docs/benchmarks.md.
-// They set OpenBLAS to 1 thread for the whole process (BENCHMARKS.md: compare at 1 thread).
+// They set OpenBLAS to 1 thread for the whole process (peers are compared at 1 thread too).
 // No CAF: this library sits on train/.
 
 /// One sgemm call as the backend sees it: C (m x n) = op(A) (m x k) * op(B) (k x n).

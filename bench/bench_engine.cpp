@@ -22,12 +22,6 @@
 namespace actrain {
 namespace {
 
-std::string fmt(double v, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << v;
-  return os.str();
-}
-
 /// Runs one of the PyTorch scripts under bench/torch with Debian's python3; returns job ->
 /// samples/s from the JSON lines it prints (empty when python3 has no torch or the script fails).
 std::map<std::string, double> run_torch(const std::string& script_and_args, int* rc = nullptr) {
@@ -194,8 +188,8 @@ int bench_engine(const std::vector<std::string>& args) {
       /// the engine's fixed start (assignment, replica, first pull) would be what is timed.
       int epochs = 1;
     };
-    // PyTorch's 2-trainer RPC parameter server (BENCHMARKS.md) trains with plain SGD: the same
-    // optimizer here makes the 2-worker comparison with it like for like.
+    // PyTorch's 2-trainer RPC parameter server (bench/torch/torch_rpc_ps.py) trains with plain SGD:
+    // the same optimizer here makes the 2-worker comparison with it like for like.
     auto mlp_sgd = reference_mlp_job(1);
     mlp_sgd.optim = optim_spec{};
     mlp_sgd.optim.kind = "sgd";

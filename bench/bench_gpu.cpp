@@ -22,12 +22,6 @@
 namespace actrain {
 namespace {
 
-std::string fmt(double v, int d) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(d) << v;
-  return os.str();
-}
-
 /// Samples/s of forward/backward + an SGD step (axpy on the device), everything resident on the
 /// GPU: the compute rate to compare with PyTorch's.
 double device_loop_rate(const model_spec& spec, int batch, int steps, bool tf32) {

@@ -21,12 +21,6 @@
 namespace actrain {
 namespace {
 
-std::string fmt(double v, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << v;
-  return os.str();
-}
-
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> out;
   std::istringstream in(s);

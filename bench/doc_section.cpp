@@ -3,10 +3,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
 namespace actrain {
+
+std::string fmt(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
 
 void update_doc_section(const std::string& path, const std::string& name, const std::string& body) {
   std::string text;

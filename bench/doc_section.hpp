@@ -3,6 +3,9 @@
 
 namespace actrain {
 
+/// `v` with `digits` digits after the point, as the benchmark tables print numbers.
+std::string fmt(double v, int digits);
+
 /// Replaces the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->` in the markdown file
 /// at `path` with `body` (appending the marked section when it is missing; creating the file
 /// when it does not exist). Written atomically (temp file + rename) so a crash never leaves a

@@ -106,7 +106,7 @@ std::string bench_foundation(const foundation_options& opt) {
          all + " |\n");
     return t;
   };
-  // Throughput is measured with plain SGD, as PyTorch's figures in BENCHMARKS.md are.
+  // Throughput is measured with plain SGD, as PyTorch's reference figures are.
   job_spec mlp_sgd = fm_job;
   mlp_sgd.optim.kind = "sgd";
   mlp_sgd.optim.lr = 0.1f;

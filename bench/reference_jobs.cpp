@@ -25,7 +25,7 @@ job_spec reference_linear_job(std::int64_t rows, int features, int epochs) {
   j.batch = 64;
   j.epochs = epochs;
   // Cosine decay to 0: constant-lr SGD stalls at an excess MSE of about lr * features / batch
-  // times the noise (1.6% for PyTorch's lr 0.01 run in BENCHMARKS.md); annealing removes it.
+  // times the noise (1.6% for PyTorch's lr 0.01 reference run); annealing removes it.
   j.optim.kind = "sgd";
   j.optim.lr = 0.02f;
   j.optim.schedule = "cosine";
@@ -45,8 +45,8 @@ job_spec reference_softmax_job(int epochs, const std::string& fashion_dir) {
   j.batch = 64;
   j.epochs = epochs;
   // A constant lr 0.1 wanders between 0.78 and 0.83 from epoch to epoch (PyTorch's run in
-  // BENCHMARKS.md); decaying it to 0 settles on the optimum instead. Measured here (seeds 1, 2,
-  // 3, 42): lr 0.1 ends at 0.840, lr 0.2 at 0.843-0.845, lr 0.05 at 0.835.
+  // PyTorch's reference run); decaying it to 0 settles on the optimum instead. Measured here (seeds
+  // 1, 2, 3, 42): lr 0.1 ends at 0.840, lr 0.2 at 0.843-0.845, lr 0.05 at 0.835.
   j.optim.kind = "sgd";
   j.optim.lr = 0.2f;
   j.optim.schedule = "cosine";

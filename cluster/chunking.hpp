@@ -4,9 +4,9 @@
 // remote gateway on the node that uses it (a worker node, or the coordinator node for its
 // evaluation pulls and its barriers' pushes). Between the two, a slice up to chunk_bytes travels
 // as one message, as before; a larger one travels as chunks of chunk_bytes with at most `window`
-// unacknowledged (CAF-NOTES.md: one 64 MiB BASP message runs at half the speed of 4 MiB chunks
-// two in flight, and no message may reach CAF's 32-bit lengths), and is reassembled before the
-// shard, barrier or worker sees it. Workers, shards and barriers never know: they keep talking
+// unacknowledged (measured with CAF 0.17: one 64 MiB BASP message runs at half the speed of 4 MiB
+// chunks two in flight, and no message may reach CAF's 32-bit lengths), and is reassembled before
+// the shard, barrier or worker sees it. Workers, shards and barriers never know: they keep talking
 // shard_actor. docs/protocol.md, "Chunked transfers".
 #include <chrono>
 #include <cstddef>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch baseline for actrain's GPU MLP benchmark (issue 7).
+"""PyTorch baseline for actrain's GPU MLP benchmark.
 
 Trains the same MLPs actrain does (784-256-10 and 784-4096-4096-10, ReLU, softmax
 cross-entropy averaged over the batch, plain SGD lr 0.1) on random Fashion-MNIST-sized data

@@ -4,7 +4,7 @@
 Trains linear regression on 100,000 x 100 synthetic rows, softmax regression and an MLP
 784-256-10 on Fashion-MNIST (read from the gzipped IDX files with gzip + numpy), and prints one
 JSON line per job: samples/s (training only, evaluation excluded) and the test metric.
-The hyper-parameters match shared/BENCHMARKS.md's PyTorch table by default.
+The hyper-parameters match the PyTorch reference table by default.
 
 Optional: exits 0 with a message when torch is not installed (it is not a dependency).
 Usage: python3 bench/torch/torch_ref.py [--dir DIR] [--epochs-softmax 5] [--epochs-mlp 10] ...
@@ -129,7 +129,7 @@ def main():
     p.add_argument("--epochs-mlp", type=int, default=10)
     p.add_argument("--jobs", default="linear,softmax,mlp")
     args = p.parse_args()
-    torch.set_num_threads(args.threads)  # BENCHMARKS.md: 2 threads is 4-5x slower here
+    torch.set_num_threads(args.threads)  # 2 threads are 4-5x slower on 2 cores
     torch.manual_seed(args.seed)
     jobs = args.jobs.split(",")
     if "linear" in jobs:

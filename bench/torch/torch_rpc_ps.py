@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch RPC parameter server baseline: 1 PS + N async trainers on loopback (1 thread each).
 
-The pattern of PyTorch's parameter-server tutorial and of shared/BENCHMARKS.md's figure: the PS
+The pattern of PyTorch's parameter-server tutorial and of the figure peers quote: the PS
 process holds the MLP 784-256-10; each trainer process, per mini-batch of 64, fetches the
 current weights with rpc_sync, computes the gradient locally and sends it back with rpc_sync,
 and the PS applies it at once under a lock (plain SGD, async, no barrier). Trainers split the
@@ -91,7 +91,7 @@ def trainer(rank, args, x, y):
 
 
 def run(rank, world, args, port, out):
-    torch.set_num_threads(1)  # BENCHMARKS.md: 2 threads is 4-5x slower here
+    torch.set_num_threads(1)  # 2 threads are 4-5x slower on 2 cores
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     opts = rpc.TensorPipeRpcBackendOptions(num_worker_threads=4, rpc_timeout=300)

@@ -29,7 +29,9 @@ dataset slice_rows(const dataset& d, std::int64_t begin, std::int64_t end);
 /// Splits d into n disjoint, contiguous shards that cover every row; sizes differ by at most 1.
 /// Throws std::invalid_argument when n < 1 or n > rows.
 std::vector<dataset> split_shards(const dataset& d, int n);
-/// The row range [first, second) of shard i of n (the same split as split_shards).
+/// The range [first, second) of part i of n of `rows` items: the first rows % n parts get one
+/// more, so sizes differ by at most one. Data shards (split_shards) and parameter shards
+/// (param_range) are both cut by it.
 std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t rows, int n, int i);
 
 /// Walks a data set in mini-batches, reshuffling the row order each epoch with a seeded RNG

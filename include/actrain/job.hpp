@@ -46,7 +46,7 @@ struct job_spec {
   std::uint64_t seed = 42;
   std::string device = "cpu";  ///< worker compute: "cpu", "cuda:N", "auto"
   std::string metrics_path;    ///< CSV/JSON-lines metrics file ("" = none)
-  // Experiments (issue 4): slowed workers and simulated compute.
+  // Experiments: slowed workers and simulated compute.
   std::vector<int> stragglers;     ///< ids of workers slowed by the delay below
   double straggler_delay_s = 0;    ///< stragglers: extra seconds per step
   double straggler_jitter_s = 0;   ///< stragglers: plus uniform [0, jitter) seconds per step

@@ -1,6 +1,6 @@
 #pragma once
 // How a tensor crosses nodes: its shape, then its values as ONE raw block of host-byte-order
-// float32 (not element by element: ~100x faster in CAF 0.17, see CAF-NOTES.md). Nodes check
+// float32 (not element by element: ~100x faster in CAF 0.17: 23-28 GB/s against 0.26). Nodes check
 // that they share byte order when they register (include/actrain/cluster.hpp). In-process sends
 // never serialize: the tensor's immutable buffer is shared.
 #include <cstdint>

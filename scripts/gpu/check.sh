@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317  # the step functions are called through step()
-# The one prepared GPU check for actrain (issue 7). On a GPU machine with this repository checked
+# The one prepared GPU check for actrain. On a GPU machine with this repository checked
 # out (Debian-like, root; CUDA toolkit at /usr/local/cuda), run from anywhere:
 #   OUT=/some/dir scripts/gpu/check.sh
 # It installs missing Debian build deps (tolerating an unreachable apt), configures build-gpu

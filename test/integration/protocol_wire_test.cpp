@@ -1,6 +1,6 @@
 // Every message type of include/actrain/protocol.hpp crosses a real BASP connection (two actor
 // systems on 127.0.0.1) and comes back field for field: an unregistered or badly inspected type
-// would arrive empty or garbled (CAF-NOTES.md), which these tests catch.
+// would arrive empty or garbled (CAF 0.17 only prints a line on stderr), which these tests catch.
 #include <cstring>
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 6, acceptance 2: headless Chromium opens the dashboard of a REAL running job, takes a
+// Headless Chromium opens the dashboard of a REAL running job, takes a
 // screenshot (kept as an artifact: $ACTRAIN_ARTIFACTS, else <build>/artifacts) and the DOM shows
 // drawn loss, accuracy and throughput curves. Skips when chromium is not installed.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 6, acceptance 1: a real job with the endpoint on port 0. /metrics parses as Prometheus
+// A real job with the endpoint on port 0. /metrics parses as Prometheus
 // text with the expected names and plausible values while the job runs, /status is JSON with
 // the expected fields, bad requests get a 4xx, and 1000 garbage payloads on raw sockets leave
 // both the endpoint and the job standing (the job still ends with a sane accuracy).

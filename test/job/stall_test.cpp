@@ -1,4 +1,4 @@
-// Issue 6, acceptance 3: a sync job with one worker stopped on purpose (a straggler that sleeps
+// A sync job with one worker stopped on purpose (a straggler that sleeps
 // 2.5 s per step) is diagnosed by name within 2 s: the hub's stall lines (what /status and the
 // console show) name that worker, and never the two workers blocked at the barrier behind it.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 7 acceptance 2 on a GPU machine: a job with a GPU worker and CPU shards trains end to end,
+// On a GPU machine: a job with a GPU worker and CPU shards trains end to end,
 // and reaches the CPU worker's test accuracy within 0.5 points (same seed, same batches).
 #include <gtest/gtest.h>
 
