@@ -63,16 +63,10 @@ void flush(self_ptr self) {
   g.worker = st.cfg.group;
   g.step = st.step;
   g.base_version = std::max<std::int64_t>(0, st.base_version);
-  g.rows = static_cast<std::int32_t>(std::min<std::int64_t>(st.sum_rows, INT32_MAX));
-  auto inv = st.sum_rows > 0 ? 1.0 / static_cast<double>(st.sum_rows) : 0.0;
-  std::vector<float> mean(st.sum.size());
-  for (std::size_t i = 0; i < mean.size(); ++i)
-    mean[i] = static_cast<float>(static_cast<double>(st.sum[i]) * inv);
-  g.values = tensor(std::move(mean));
+  g.rows = static_cast<std::int32_t>(std::min<std::int64_t>(st.sum.rows(), INT32_MAX));
+  g.values = tensor(st.sum.take());
   st.flushing = true;
   st.step += 1;
-  std::fill(st.sum.begin(), st.sum.end(), 0.f);
-  st.sum_rows = 0;
   st.base_version = -1;
   std::fill(st.arrived.begin(), st.arrived.end(), false);
   st.arrivals = 0;
@@ -100,7 +94,7 @@ caf::expected<push_ack> on_push(self_ptr self, const gradient& g) {
     return make_error(errc::bad_config, "aggregator " + std::to_string(st.cfg.group) + ": worker " +
                                             std::to_string(g.worker) + " is not in this group");
   auto i = static_cast<std::size_t>(m);
-  if (st.sum.empty()) st.sum.assign(g.values.size(), 0.f);
+  st.sum.expect_size(g.values.size());
   if (g.values.size() != st.sum.size())
     return make_error(errc::bad_length, "aggregator " + std::to_string(st.cfg.group) + ": worker " +
                                             std::to_string(g.worker) + " pushed " +
@@ -110,12 +104,9 @@ caf::expected<push_ack> on_push(self_ptr self, const gradient& g) {
     return make_error(errc::non_finite, "aggregator: gradient from worker " +
                                             std::to_string(g.worker) + " holds NaN or infinity");
   if (st.arrived[i])
-    return make_error(errc::bad_config, "aggregator: worker " + std::to_string(g.worker) +
-                                            " pushed twice in one step (its pull was not held)");
-  auto vals = g.values.values();
-  auto rows = std::max(1, g.rows);
-  for (std::size_t k = 0; k < st.sum.size(); ++k) st.sum[k] += static_cast<float>(rows) * vals[k];
-  st.sum_rows += rows;
+    return make_error(errc::bad_message, "aggregator: worker " + std::to_string(g.worker) +
+                                             " pushed twice in one step (its pull was not held)");
+  st.sum.add(g.values.values(), g.rows);
   st.base_version =
       st.base_version < 0 ? g.base_version : std::min(st.base_version, g.base_version);
   st.active[i] = true;
@@ -177,8 +168,9 @@ shard_actor::behavior_type aggregator(shard_actor::stateful_pointer<aggregator_s
 }
 
 std::vector<shard_actor> make_aggregators(caf::actor_system& sys, const job_spec& job,
+                                          const topology& topo,
                                           const std::vector<shard_actor>& fronts) {
-  if (!job.local_aggregation) return fronts;
+  if (!topo.aggregators) return fronts;
   std::vector<shard_actor> out;
   for (auto& f : fronts) {
     aggregator_config c;

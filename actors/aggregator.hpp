@@ -5,6 +5,8 @@
 
 #include <actrain/protocol.hpp>
 
+#include "optim/row_mean.hpp"
+
 namespace actrain {
 
 struct job_spec;
@@ -32,9 +34,8 @@ struct aggregator_state {
   std::vector<bool> active;             ///< per member: still expected
   std::vector<bool> arrived;            ///< per member: has a slice in the open step
   std::vector<std::int64_t> last_step;  ///< per member: last step it pushed (-1: none yet)
-  std::vector<float> sum;               ///< row-weighted sum of the open step's slices
-  std::int64_t sum_rows = 0;
-  std::int64_t base_version = -1;  ///< oldest base version among the open step's slices
+  row_weighted_mean sum;                ///< of the open step's slices
+  std::int64_t base_version = -1;       ///< oldest base version among the open step's slices
   std::int32_t arrivals = 0;
   bool flushing = false;     ///< a combined push awaits the front's ack
   std::int64_t step = 0;     ///< combined pushes sent (the group's step at the front)
@@ -53,11 +54,12 @@ struct aggregator_state {
 shard_actor::behavior_type aggregator(shard_actor::stateful_pointer<aggregator_state> self,
                                       aggregator_config cfg);
 
-/// What workers of `job` talk to when job.local_aggregation is on: one aggregator per front, all
+/// What workers of `job` talk to when topo.aggregators: one aggregator per front, all
 /// workers of the process in one group (the coordinator hands every worker the same fronts), group
 /// id 0 towards the fronts; else `fronts` themselves. Spawned in `sys`; each quits with its front
 /// and is stopped by the coordinator like any front.
 std::vector<shard_actor> make_aggregators(caf::actor_system& sys, const job_spec& job,
+                                          const topology& topo,
                                           const std::vector<shard_actor>& fronts);
 
 }  // namespace actrain

@@ -81,19 +81,13 @@ void close_step(self_ptr self) {
   g.worker = -1;
   g.step = st.done;
   g.base_version = std::max<std::int64_t>(0, st.open_version);
-  g.rows = static_cast<std::int32_t>(std::min<std::int64_t>(st.sum_rows, INT32_MAX));
-  auto inv = st.sum_rows > 0 ? 1.0 / static_cast<double>(st.sum_rows) : 0.0;
-  std::vector<float> mean(st.sum.size());
-  for (std::size_t i = 0; i < mean.size(); ++i)
-    mean[i] = static_cast<float>(static_cast<double>(st.sum[i]) * inv);
-  g.values = tensor(std::move(mean));
+  g.rows = static_cast<std::int32_t>(std::min<std::int64_t>(st.sum.rows(), INT32_MAX));
+  g.values = tensor(st.sum.take());
   self->request(st.cfg.shard, st.cfg.timeout, push_atom::value, std::move(g))
       .then([](push_ack&) {}, [self](caf::error& e) { self->quit(std::move(e)); });
   log(st, barrier_event::apply, -1, st.done);
   st.done += 1;
   if (st.open_version >= 0) st.open_version += 1;
-  std::fill(st.sum.begin(), st.sum.end(), 0.f);
-  st.sum_rows = 0;
   std::fill(st.arrived.begin(), st.arrived.end(), false);
   st.arrivals = 0;
   release(self);
@@ -106,7 +100,7 @@ void maybe_close(self_ptr self) {
 
 /// A slice's length and values, checked before it touches the sum.
 caf::error check(barrier_state& st, const gradient& g) {
-  if (st.sum.empty()) st.sum.assign(g.values.size(), 0.f);
+  st.sum.expect_size(g.values.size());
   if (g.values.size() != st.sum.size())
     return make_error(errc::bad_length, "barrier " + std::to_string(st.cfg.shard.id()) +
                                             ": worker " + std::to_string(g.worker) + " pushed " +
@@ -136,10 +130,7 @@ caf::expected<push_ack> sync_push(self_ptr self, const gradient& g) {
     st.dropped_late += 1;
     return push_ack{std::max<std::int64_t>(0, st.open_version), staleness, false};
   }
-  auto vals = g.values.values();
-  auto rows = std::max(1, g.rows);
-  for (std::size_t i = 0; i < st.sum.size(); ++i) st.sum[i] += static_cast<float>(rows) * vals[i];
-  st.sum_rows += rows;
+  st.sum.add(g.values.values(), g.rows);
   push_ack ack{std::max<std::int64_t>(0, st.open_version), staleness, true};
   if (late) {
     st.folded += 1;  // folded into the open step without counting as one of its K arrivals
@@ -272,17 +263,16 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
 }
 
 std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job,
-                                     const std::vector<shard_actor>& shards,
+                                     const topology& topo, const std::vector<shard_actor>& shards,
                                      std::shared_ptr<barrier_log> log) {
-  if (job.mode == "async") return shards;
+  if (!topo.barriers) return shards;
   std::vector<shard_actor> out;
   for (std::size_t s = 0; s < shards.size(); ++s) {
     barrier_config c;
     c.shard = shards[s];
     c.mode = job.mode;
-    // With local aggregation the whole process pushes and pulls as one worker (group 0).
-    c.workers = job.local_aggregation ? 1 : job.workers;
-    c.backup = job.mode == "sync" && !job.local_aggregation ? job.backup : 0;
+    c.workers = topo.barrier_workers;
+    c.backup = topo.barrier_backup;
     c.ssp_bound = job.ssp_bound;
     c.late_policy = job.late_policy;
     if (s == 0) c.log = log;

@@ -8,6 +8,8 @@
 
 #include <actrain/protocol.hpp>
 
+#include "optim/row_mean.hpp"
+
 namespace actrain {
 
 struct job_spec;
@@ -58,9 +60,8 @@ struct barrier_state {
   // sync
   std::int64_t done = 0;           ///< global steps applied through this barrier
   std::int64_t open_version = -1;  ///< shard version the open step's slices start from
-  std::vector<float> sum;          ///< row-weighted sum of the open step's slices
-  std::int64_t sum_rows = 0;
-  std::vector<bool> arrived;  ///< per worker: has a slice in the open step
+  row_weighted_mean sum;           ///< of the open step's slices
+  std::vector<bool> arrived;       ///< per worker: has a slice in the open step
   std::int32_t arrivals = 0;
   /// The actor system's clock (CAF's test clock under the deterministic scheduler): the seam
   /// that makes the stall figures below testable without waiting on real time.
@@ -81,11 +82,11 @@ struct barrier_state {
 shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> self,
                                    barrier_config cfg);
 
-/// What workers of `job` talk to: the shards themselves for mode async, else one barrier per
+/// What workers of `job` talk to: the shards themselves, or (topo.barriers) one barrier per
 /// shard spawned in `sys` (the coordinator stops them with the shards). `log`, when set, is
 /// attached to barrier 0.
 std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job,
-                                     const std::vector<shard_actor>& shards,
+                                     const topology& topo, const std::vector<shard_actor>& shards,
                                      std::shared_ptr<barrier_log> log = nullptr);
 
 }  // namespace actrain

@@ -165,7 +165,8 @@ void maybe_done(self_ptr self) {
   st.finishing = true;
   st.train_seconds = elapsed(st);
   if (!any_alive) {
-    st.result.error = "every worker was lost";
+    st.result.error = describe_error(
+        make_error(errc::no_worker, "every worker was lost; the last: " + st.last_loss_reason));
     finish(self);
     return;
   }
@@ -232,17 +233,18 @@ void assign(self_ptr self, std::size_t w, std::vector<shard_range_t> rows, std::
 }
 
 /// A worker is gone: give the work it had left to the live worker with the least to do.
-void reassign(self_ptr self, std::size_t lost) {
+void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
   auto& st = self->state;
   auto& t = st.workers[lost];
   t.alive = false;
+  st.last_loss_reason = "worker " + std::to_string(lost) + ": " + describe_error(reason);
   tell_fronts_leave(self, lost);
   st.result.workers_lost += 1;
   std::int64_t rows = 0;
   for (auto& r : t.rows) rows += r.end - r.begin;
   auto left = t.assigned_samples - t.done_samples;
   std::ostringstream line;
-  line << "worker " << lost << " lost at step " << t.step;
+  line << "worker " << lost << " lost at step " << t.step << " (" << describe_error(reason) << ")";
   std::size_t best = st.workers.size();
   for (std::size_t i = 0; i < st.workers.size(); ++i) {
     auto& c = st.workers[i];
@@ -278,7 +280,7 @@ coordinator_impl::behavior_type coordinator(
           st.workers[i].alive = false;
           return;
         }
-        reassign(self, i);
+        reassign(self, i, dm.reason);
         return;
       }
     }

@@ -54,8 +54,8 @@ std::vector<shard_config> make_shard_configs(const job_spec& job) {
   return out;
 }
 
-worker_config make_worker_config(const job_spec& job, std::shared_ptr<const dataset> train,
-                                 std::int32_t id) {
+worker_config make_worker_config(const job_spec& job, const topology& topo,
+                                 std::shared_ptr<const dataset> train, std::int32_t id) {
   worker_config w;
   w.id = id;
   w.model = job.model;
@@ -66,30 +66,12 @@ worker_config make_worker_config(const job_spec& job, std::shared_ptr<const data
   w.clip_norm = job.clip_norm;
   w.window = job.window;
   w.simulated_compute_s = job.simulated_compute_s;
-  // Sync (and a local aggregator) holds step t+1's weights until step t is combined anyway: one
-  // push_pull per shard and step halves the messages and thread wake-ups of a prefetched pull.
-  w.push_pull = job.mode == "sync" || job.local_aggregation;
-  // A worker sharing the scheduler with its shard gains nothing from prefetching (they take
-  // turns on the threads anyway): one push_pull per step is half the messages of pull + push.
-  if (workers_on_scheduler(job)) w.push_pull = true;
+  w.push_pull = topo.push_pull;
   if (std::find(job.stragglers.begin(), job.stragglers.end(), id) != job.stragglers.end()) {
     w.delay_s = job.straggler_delay_s;
     w.delay_jitter_s = job.straggler_jitter_s;
   }
   return w;
-}
-
-bool workers_on_scheduler(const job_spec& job) {
-  // Sleeps (simulated compute, stragglers) and device calls block a thread: those get their own.
-  if (job.simulated_compute_s > 0 || !job.stragglers.empty() || job.device != "cpu") return false;
-  // One worker of a small model (a step of a few tens of us): it and its shards hand messages over
-  // on one scheduler thread instead of waking a sleeping thread per message, which costs more
-  // than the step (bench engine, linear: 0.16 -> 0.8 of the reference's samples/s). A large
-  // model's step (the MLP: ~1 ms) hides the wake-ups, and a detached worker lets the shard's
-  // optimizer step run on the other core meanwhile.
-  constexpr double small_step_flops = 20e6;  // ~0.25 ms of one core's sgemm here
-  double flops = 6.0 * static_cast<double>(num_params(job.model)) * job.batch;
-  return job.workers == 1 && flops < small_step_flops;
 }
 
 coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
@@ -101,15 +83,13 @@ coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
   cc.job = job;
   cc.data = data;
   cc.ranges = job_ranges(job);
+  const auto topo = plan_topology(job);
   for (auto& sc : make_shard_configs(job)) cc.shards.push_back(sys.spawn(shard, std::move(sc)));
-  // async: workers talk to the shards; sync and ssp: to one barrier in front of each shard.
-  // Local aggregation: one aggregator per front combines the workers' slices before one push.
-  cc.fronts = make_aggregators(sys, job, make_fronts(sys, job, cc.shards));
+  cc.fronts = make_aggregators(sys, job, topo, make_fronts(sys, job, topo, cc.shards));
   auto train = std::shared_ptr<const dataset>(data, &data->train);
-  bool scheduled = workers_on_scheduler(job);
   for (int w = 0; w < job.workers; ++w) {
-    auto wc = make_worker_config(job, train, w);
-    cc.workers.push_back(spawn_worker(sys, std::move(wc), !scheduled));
+    auto wc = make_worker_config(job, topo, train, w);
+    cc.workers.push_back(spawn_worker(sys, std::move(wc), !topo.workers_on_scheduler));
   }
   cc.hooks = std::move(hooks);
   return cc;

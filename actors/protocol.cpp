@@ -36,6 +36,8 @@ std::string to_string(errc x) {
       return "node_down";
     case errc::no_worker:
       return "no_worker";
+    case errc::bad_message:
+      return "bad_message";
   }
   return "unknown";
 }
@@ -49,6 +51,8 @@ std::string describe_error(const caf::error& err) {
     out = caf::to_string(err.category()) + "." + std::to_string(err.code());
     if (err.category() == caf::atom("system"))
       out = "caf." + caf::to_string(static_cast<caf::sec>(err.code()));
+    else if (err.category() == caf::atom("exit"))  // an actor's exit reason: "exit.kill"
+      out = "exit." + caf::to_string(static_cast<caf::exit_reason>(err.code()));
   }
   if (!err.context().empty()) {
     auto& ctx = err.context();

@@ -33,9 +33,17 @@ void on_slice(self_ptr self, std::size_t s, std::int64_t step, weights& w) {
   // every push it applied, or a shard_proxy that checks what it received (the scan of an 814 KB
   // MLP slice was 2% of a worker's time).
   bool remote = st.shards[s].node() != self->node();
-  if (w.values.size() != expect || (remote && !w.values.all_finite())) {
-    self->quit(make_error(errc::bad_length, "worker " + std::to_string(st.cfg.id) +
-                                                ": bad weights from shard " + std::to_string(s)));
+  if (w.values.size() != expect) {
+    self->quit(make_error(errc::bad_length,
+                          "worker " + std::to_string(st.cfg.id) + ": shard " + std::to_string(s) +
+                              " sent " + std::to_string(w.values.size()) +
+                              " weights, its range holds " + std::to_string(expect)));
+    return;
+  }
+  if (remote && !w.values.all_finite()) {
+    self->quit(make_error(errc::non_finite, "worker " + std::to_string(st.cfg.id) + ": shard " +
+                                                std::to_string(s) +
+                                                " sent weights holding NaN or infinity"));
     return;
   }
   st.slices[s] = std::move(w.values);
@@ -219,9 +227,9 @@ void on_watchdog(self_ptr self) {
   bool waiting = (st.fetch_step >= 0 && !st.ready) ||
                  std::any_of(st.in_flight.begin(), st.in_flight.end(), [](int n) { return n > 0; });
   if (waiting && st.answers == st.answers_at_tick) {
-    self->quit(make_error(caf::sec::request_timeout,
-                          "worker " + std::to_string(st.cfg.id) + ": no shard answered for " +
-                              std::to_string(st.cfg.timeout.count()) + " ms"));
+    self->quit(make_error(errc::timeout, "worker " + std::to_string(st.cfg.id) +
+                                             ": no shard answered for " +
+                                             std::to_string(st.cfg.timeout.count()) + " ms"));
     return;
   }
   st.answers_at_tick = st.answers;

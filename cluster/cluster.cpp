@@ -198,12 +198,7 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     throw std::invalid_argument(
         "cluster.ps-nodes must be in [1, job.shards = " + std::to_string(job.shards) + "], got " +
         std::to_string(opts.ps_nodes));
-  // Local aggregation combines the workers of one process; across nodes every worker is its own
-  // process, so there is nothing to combine (and the barriers would count one group).
-  if (job.local_aggregation)
-    throw std::invalid_argument(
-        "job.local-aggregation combines the workers of one process; across nodes each worker is "
-        "its own node: turn it off");
+  const auto topo = plan_topology(job, placement::cluster);
   default_blas_threads(1);
   engine_result fail;
   auto event = [&](const std::string& s) {
@@ -265,10 +260,10 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
   // barrier per shard on this node, in front of the remote shard (it monitors it and requests it
   // with timeouts); the coordinator's leave messages and stats requests to the barriers stay
   // local. Workers on other nodes reach a barrier through a gateway when slices are chunked.
-  if (job.mode == "async") {
+  if (!topo.barriers) {
     cc.fronts = members->shards;
   } else {
-    cc.fronts = make_fronts(sys, job, cc.shards);
+    cc.fronts = make_fronts(sys, job, topo, cc.shards);
     if (chunked) {
       auto sizes = slice_sizes(job);
       for (std::size_t s = 0; s < cc.fronts.size(); ++s)
@@ -292,7 +287,7 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
   self->wait_for(coord);
   // The coordinator stops the barriers when it finishes, but not when it fails (a shard went
   // down): a barrier left alive would hang this node's actor system at exit.
-  if (job.mode != "async")
+  if (topo.barriers)
     for (auto& f : fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
   for (auto& p : proxies) self->send_exit(p, caf::exit_reason::user_shutdown);
   result.ok = result.ok && result.error.empty();

@@ -30,12 +30,12 @@ bool needs_chunking(std::size_t max_slice_bytes, const chunk_options& o) {
 
 caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
   auto what = "chunk " + std::to_string(c.index) + " of transfer " + std::to_string(c.transfer);
-  if (c.transfer == 0) return make_error(errc::bad_length, what + ": transfer id 0 is reserved");
+  if (c.transfer == 0) return make_error(errc::bad_message, what + ": transfer id 0 is reserved");
   if (c.count < 1 || c.index < 0 || c.index >= c.count)
-    return make_error(errc::bad_length,
+    return make_error(errc::bad_message,
                       what + ": index outside [0, count = " + std::to_string(c.count) + ")");
   for (auto d : c.shape)
-    if (d < 0) return make_error(errc::bad_length, what + ": negative dimension");
+    if (d < 0) return make_error(errc::bad_message, what + ": negative dimension");
   auto total = shape_numel(c.shape);
   if (expected_ > 0 && total != expected_)
     return make_error(errc::bad_length, what + ": a tensor of " + std::to_string(total) +
@@ -46,9 +46,9 @@ caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
                       what + ": " + std::to_string(total) + " values is too many");
   auto n = static_cast<std::int64_t>(c.part.size());
   if (c.offset < 0 || c.offset + n > total)
-    return make_error(errc::bad_length, what + ": elements [" + std::to_string(c.offset) + ", " +
-                                            std::to_string(c.offset + n) + ") outside [0, " +
-                                            std::to_string(total) + ")");
+    return make_error(errc::bad_message, what + ": elements [" + std::to_string(c.offset) + ", " +
+                                             std::to_string(c.offset + n) + ") outside [0, " +
+                                             std::to_string(total) + ")");
   key k{from, c.transfer};
   auto it = open_.find(k);
   if (it == open_.end()) {
@@ -66,9 +66,9 @@ caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
   }
   auto& p = it->second;
   if (p.shape != c.shape || p.count != c.count)
-    return make_error(errc::bad_length, what + ": shape or count differs from its first chunk");
+    return make_error(errc::bad_message, what + ": shape or count differs from its first chunk");
   if (p.seen[static_cast<std::size_t>(c.index)])
-    return make_error(errc::bad_length, what + ": received twice");
+    return make_error(errc::bad_message, what + ": received twice");
   if (n > 0)
     std::memcpy(p.values.data() + c.offset, c.part.data(), static_cast<std::size_t>(n) * 4);
   p.seen[static_cast<std::size_t>(c.index)] = true;

@@ -99,6 +99,37 @@ void validate_data(const data_spec& d) {
 
 }  // namespace
 
+topology plan_topology(const job_spec& job, placement where) {
+  if (where == placement::cluster && job.local_aggregation)
+    throw std::invalid_argument(
+        "job.local-aggregation combines the workers of one process; across nodes each worker is "
+        "its own node: turn it off");
+  topology t;
+  t.barriers = job.mode != "async";
+  // With local aggregation the whole process pushes and pulls as one worker (group 0).
+  t.barrier_workers = job.local_aggregation ? 1 : job.workers;
+  t.barrier_backup = job.mode == "sync" && !job.local_aggregation ? job.backup : 0;
+  t.aggregators = job.local_aggregation;
+  if (where == placement::one_process) {
+    // Sleeps (simulated compute, stragglers) and device calls block a thread: those get their
+    // own. One worker of a small model (a step of a few tens of us) and its shards hand messages
+    // over on one scheduler thread instead of waking a sleeping thread per message, which costs
+    // more than the step (bench engine, linear: 0.16 -> 0.8 of the reference's samples/s). A
+    // large model's step (the MLP: ~1 ms) hides the wake-ups, and a detached worker lets the
+    // shard's optimizer step run on the other core meanwhile.
+    constexpr double small_step_flops = 20e6;  // ~0.25 ms of one core's sgemm here
+    const bool blocking =
+        job.simulated_compute_s > 0 || !job.stragglers.empty() || job.device != "cpu";
+    const double flops = 6.0 * static_cast<double>(num_params(job.model)) * job.batch;
+    t.workers_on_scheduler = !blocking && job.workers == 1 && flops < small_step_flops;
+  }
+  // Sync (and an aggregator) holds step t+1's weights until step t is combined anyway: one
+  // push_pull per shard and step halves the messages and wake-ups of a prefetched pull. A worker
+  // sharing the scheduler with its shard gains nothing from prefetching either.
+  t.push_pull = job.mode == "sync" || job.local_aggregation || t.workers_on_scheduler;
+  return t;
+}
+
 void validate(const job_spec& job) {
   if (job.name.empty()) fail("name", "must not be empty");
   validate_model(job.model);

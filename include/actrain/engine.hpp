@@ -100,20 +100,17 @@ engine_result run_coordinator(caf::actor_system& sys, const coordinator_actor& c
 /// Spawns one shard in `sys` (on the scheduler). The handle is what workers, barriers and the
 /// client talk to; stop it with an exit message (or let the coordinator stop it).
 shard_actor spawn_shard(caf::actor_system& sys, shard_config cfg);
-/// Spawns one worker in `sys`; `detached`: on a thread of its own (see workers_on_scheduler). It
+/// Spawns one worker in `sys`; `detached`: on a thread of its own (topology::workers_on_scheduler
+/// says which a job's workers get). It
 /// waits for an assignment (assign_atom) from a coordinator.
 worker_actor spawn_worker(caf::actor_system& sys, worker_config cfg, bool detached = true);
 
-/// Whether run_job spawns the job's workers on CAF's scheduler (true) or detached, one thread
-/// each (false): detached when a step may block a thread (a device, simulated compute,
-/// stragglers) or when several workers compete for the cores.
-bool workers_on_scheduler(const job_spec& job);
 /// The shard configs of a job: initial values from the model's seeded init, split by range.
 std::vector<shard_config> make_shard_configs(const job_spec& job);
 /// The parameter ranges of the job's shards.
 std::vector<shard_range_t> job_ranges(const job_spec& job);
-/// The worker config for worker `id` of a job.
-worker_config make_worker_config(const job_spec& job, std::shared_ptr<const dataset> train,
-                                 std::int32_t id);
+/// The worker config for worker `id` of a job laid out as `topo` (plan_topology).
+worker_config make_worker_config(const job_spec& job, const topology& topo,
+                                 std::shared_ptr<const dataset> train, std::int32_t id);
 
 }  // namespace actrain

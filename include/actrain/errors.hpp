@@ -18,6 +18,8 @@ enum class errc : std::uint8_t {
   timeout,           ///< a request outlived its deadline
   node_down,         ///< the peer node went down with requests outstanding
   no_worker,         ///< every worker is gone
+  bad_message,       ///< a message that does not hold together (a chunk's index, offset, shape;
+                     ///< a transfer id 0; a slice sent twice): a misbehaving peer
 };
 
 std::string to_string(errc x);

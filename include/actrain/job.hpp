@@ -59,6 +59,32 @@ struct job_spec {
 /// Throws std::invalid_argument naming the first bad field.
 void validate(const job_spec& job);
 
+/// Where a job's actors run: all in one process (run_job), or as nodes of a cluster.
+enum class placement { one_process, cluster };
+
+/// What stands between a job's workers and each shard, and how the workers talk and run: one
+/// decision per job, taken by the local engine and the cluster's nodes alike (a plain value: no
+/// actors are spawned here).
+struct topology {
+  /// sync and ssp: one barrier in front of each shard (on the coordinator's node in a cluster).
+  bool barriers = false;
+  int barrier_workers = 0;  ///< what a barrier counts: every worker, or 1 (an aggregated process)
+  int barrier_backup = 0;   ///< sync: workers a step does not wait for
+  /// Local aggregation: one aggregator in front of each front, combining this process's workers.
+  bool aggregators = false;
+  /// Workers push with push_pull (the reply to step t's slice is step t+1's weights) instead of
+  /// a prefetched pull and a push.
+  bool push_pull = false;
+  /// Workers run on CAF's scheduler (one small-model worker and its shards take turns on a
+  /// thread) instead of detached, one thread each.
+  bool workers_on_scheduler = false;
+};
+
+/// The topology of `job` placed `where`. Throws std::invalid_argument for what the placement
+/// cannot do (local aggregation combines the workers of one process: not across nodes).
+/// REQUIRES: validate(job) passed and the model's dims are known.
+topology plan_topology(const job_spec& job, placement where = placement::one_process);
+
 /// The job's training and test data, loaded once.
 struct job_data {
   dataset train;

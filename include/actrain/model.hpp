@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <actrain/backend.hpp>
@@ -27,6 +28,13 @@ using model_factory = std::function<std::unique_ptr<model>(const model_args&)>;
 
 /// What a model is; a plain value that travels in job configs.
 struct model_spec {
+  model_spec() = default;
+  model_spec(std::string kind_, int input_dim_, int output_dim_, std::vector<int> hidden_ = {})
+      : kind(std::move(kind_)),
+        input_dim(input_dim_),
+        output_dim(output_dim_),
+        hidden(std::move(hidden_)) {}
+
   std::string kind;         ///< a built-in kind ("linear", "softmax", "mlp") or a registered one
   int input_dim = 0;        ///< features per row (0 in a job: taken from the data)
   int output_dim = 1;       ///< classes for classifiers; 1 for regression (0 in a job: from data)

@@ -110,10 +110,12 @@ TEST_F(barrier_train_test,
   cc.data = data;
   cc.ranges = job_ranges(job);
   for (auto& sc : make_shard_configs(job)) cc.shards.push_back(sys->spawn(shard, std::move(sc)));
-  cc.fronts = make_fronts(*sys, job, cc.shards, log);
+  const auto topo = plan_topology(job);
+  cc.fronts = make_fronts(*sys, job, topo, cc.shards, log);
   auto train = std::shared_ptr<const dataset>(data, &data->train);
   for (int w = 0; w < job.workers; ++w)
-    cc.workers.push_back(sys->spawn<caf::detached>(worker, make_worker_config(job, train, w)));
+    cc.workers.push_back(
+        sys->spawn<caf::detached>(worker, make_worker_config(job, topo, train, w)));
   auto result = run_coordinator(*sys, std::move(cc));
   ASSERT_TRUE(result.ok) << result.error;
   EXPECT_EQ(result.samples, 8000);

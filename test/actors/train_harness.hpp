@@ -89,12 +89,12 @@ inline std::vector<float> run_deterministic(const job_spec& job,
   caf::scoped_actor self{*ds.sys};
   std::vector<shard_actor> shards;
   for (auto& sc : make_shard_configs(job)) shards.push_back(ds.sys->spawn(shard, std::move(sc)));
-  auto fronts = make_fronts(*ds.sys, job, shards);
-  if (job.local_aggregation) fronts = make_aggregators(*ds.sys, job, fronts);
+  const auto topo = plan_topology(job);
+  auto fronts = make_aggregators(*ds.sys, job, topo, make_fronts(*ds.sys, job, topo, shards));
   auto ranges = job_ranges(job);
   std::vector<worker_actor> workers;
   for (int w = 0; w < job.workers; ++w) {
-    auto wc = make_worker_config(job, train, w);
+    auto wc = make_worker_config(job, topo, train, w);
     wc.shuffle = shuffle;
     wc.prefetch = prefetch;
     workers.push_back(ds.sys->spawn(worker, wc));

@@ -7,6 +7,8 @@
 
 #include <actrain/optim.hpp>
 
+#include "optim/row_mean.hpp"
+
 namespace actrain {
 namespace {
 
@@ -251,6 +253,20 @@ TEST(optimizer_registry, a_registered_rule_is_made_by_name_and_keeps_its_state) 
   optim_spec builtin;
   builtin.options["scale"] = "2";
   EXPECT_THAT(validation_error(builtin), HasSubstr("scale"));
+}
+
+// What barriers and aggregators apply: one batch's gradient made of every slice's rows.
+TEST(row_weighted_mean, weights_each_slice_by_its_rows_and_starts_over_after_take) {
+  row_weighted_mean m;
+  EXPECT_EQ(m.size(), 0u);
+  m.add(std::vector<float>{4, 0, 0}, 2);
+  m.add(std::vector<float>{0, 4, 0}, 1);
+  m.add(std::vector<float>{0, 0, 4}, 0);  // no row count: counts as one row
+  EXPECT_EQ(m.size(), 3u);
+  EXPECT_EQ(m.rows(), 4);
+  EXPECT_EQ(m.take(), (std::vector<float>{2, 1, 1}));  // (2 * 4, 4, 4) / 4
+  EXPECT_EQ(m.rows(), 0);
+  EXPECT_EQ(m.take(), (std::vector<float>{0, 0, 0}));  // nothing added: zeros of the same size
 }
 
 }  // namespace

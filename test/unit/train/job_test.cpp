@@ -106,6 +106,60 @@ TEST(job_validate, names_bad_model_optimizer_and_data_fields) {
                  "job.shards must be <= the model's parameter count (4), got 5");
 }
 
+// One topology decision per job, read by the local engine and the cluster alike.
+TEST(plan_topology, what_stands_in_front_of_the_shards_in_each_mode) {
+  job_spec j;
+  j.model = {"mlp", 784, 10, {256}};
+  j.workers = 4;
+  auto t = plan_topology(j);
+  EXPECT_FALSE(t.barriers);
+  EXPECT_FALSE(t.aggregators);
+  EXPECT_FALSE(t.push_pull);  // async: a prefetched pull overlaps the compute
+  EXPECT_FALSE(t.workers_on_scheduler);
+
+  j.mode = "sync";
+  j.backup = 1;
+  t = plan_topology(j);
+  EXPECT_TRUE(t.barriers);
+  EXPECT_EQ(t.barrier_workers, 4);
+  EXPECT_EQ(t.barrier_backup, 1);
+  EXPECT_TRUE(t.push_pull);  // step t+1's weights cannot come before step t is applied
+
+  j.mode = "ssp";
+  t = plan_topology(j);
+  EXPECT_TRUE(t.barriers);
+  EXPECT_EQ(t.barrier_backup, 0);  // backups are a sync matter
+  EXPECT_FALSE(t.push_pull);
+
+  j.mode = "sync";
+  j.backup = 0;
+  j.local_aggregation = true;
+  t = plan_topology(j);
+  EXPECT_TRUE(t.aggregators);
+  EXPECT_EQ(t.barrier_workers, 1);  // the process pushes as one group
+  EXPECT_TRUE(t.push_pull);
+  EXPECT_THROW(plan_topology(j, placement::cluster), std::invalid_argument);
+}
+
+TEST(plan_topology, only_a_lone_small_model_worker_in_one_process_shares_the_scheduler) {
+  job_spec j;
+  j.model = {"linear", 100, 1, {}};
+  j.workers = 1;
+  auto t = plan_topology(j);
+  EXPECT_TRUE(t.workers_on_scheduler);
+  EXPECT_TRUE(t.push_pull);  // no prefetch when it takes turns with its shard anyway
+  EXPECT_FALSE(plan_topology(j, placement::cluster).workers_on_scheduler);
+  EXPECT_FALSE(plan_topology(j, placement::cluster).push_pull);
+  j.workers = 2;
+  EXPECT_FALSE(plan_topology(j).workers_on_scheduler);
+  j.workers = 1;
+  j.simulated_compute_s = 0.001;  // sleeps block a thread
+  EXPECT_FALSE(plan_topology(j).workers_on_scheduler);
+  j.simulated_compute_s = 0;
+  j.model = {"mlp", 784, 10, {256}};  // ~1 ms steps hide the wake-ups
+  EXPECT_FALSE(plan_topology(j).workers_on_scheduler);
+}
+
 TEST(load_job_data, synthetic_train_and_test_share_one_model_and_are_deterministic) {
   job_spec j = good_job();
   j.data.rows = 500;
