@@ -34,6 +34,7 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/actrain.pc.in ${PROJECT_BINARY_DIR}/a
 install(FILES ${PROJECT_BINARY_DIR}/actrain.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 if(TARGET actrain)
+  set_target_properties(actrain PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
   install(TARGETS actrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/config/ DESTINATION ${CMAKE_INSTALL_DATADIR}/actrain/config)

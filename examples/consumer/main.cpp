@@ -1,7 +1,8 @@
 // An outside application of actrain, built against the installed package. Each argument runs
 // one check and exits non-zero naming what failed:
 //   gradient   tanh_net's hand-written backward against central finite differences
-//   model      tanh_net, chosen by its registered name, trained by 2 workers and 2 shards
+//   model      tanh_net, chosen by its registered name, trained by 2 workers and 2 shards to
+//              test MSE < 0.002 (the noise floor is 1e-4)
 //   optimizer  an update rule of our own, registered by name, applied exactly by a shard
 //   client     our own training loop over shards through the client API
 //   cluster    1 coordinator + 2 ps + 2 worker simulated nodes, one worker node killed mid-run
@@ -70,6 +71,11 @@ actrain::job_spec tanh_job() {
   job.model.options["width"] = "16";
   job.optim.kind = "adam";
   job.optim.lr = 0.01f;
+  // Decayed over the job's 2500 updates per shard (20 epochs of 4000 rows, batch 32): the last
+  // iterates settle instead of bouncing at the noise of a constant rate.
+  job.optim.schedule = "cosine";
+  job.optim.total_steps = 2500;
+  job.optim.min_lr = 0.0005f;
   job.workers = 2;
   job.shards = 2;
   job.batch = 32;
@@ -118,8 +124,8 @@ void train_model(caf::actor_system& sys) {
   const double var = variance(data->test.y);
   std::printf("tanh_net, 2 workers x 2 shards: test MSE %.5f (variance of y %.5f)\n", res.test.loss,
               var);
-  check(res.test.loss < 0.003,
-        "test MSE below 0.003 (noise floor 1e-4, variance of y " + std::to_string(var) + ")");
+  check(res.test.loss < 0.002,
+        "test MSE below 0.002 (noise floor 1e-4, variance of y " + std::to_string(var) + ")");
   check(res.samples == 20 * 4000, "every sample trained once per epoch");
 }
 
@@ -222,8 +228,8 @@ void simulated_cluster() {
   check(res.ok, "the job survived a killed worker node: " + res.error);
   check(res.workers_lost == 1, "one worker lost, got " + std::to_string(res.workers_lost));
   std::printf("simulated cluster with a killed worker: test MSE %.5f\n", res.test.loss);
-  check(res.test.loss < 0.01,
-        "test MSE below 0.01 with one worker lost (its rows go to the other)");
+  check(res.test.loss < 0.002,
+        "test MSE below 0.002 with one worker lost (its rows go to the other)");
 }
 
 }  // namespace
