@@ -302,7 +302,7 @@ coordinator_impl::behavior_type coordinator(
         auto& st = self->state;
         st.done = self->make_response_promise<engine_result>();
         st.start = st.now();
-        auto rows = st.cfg.data->train.rows;
+        auto rows = train_rows(*st.cfg.data);
         st.target_samples = rows * st.cfg.job.epochs;
         st.next_eval_samples =
             static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
@@ -382,7 +382,7 @@ coordinator_impl::behavior_type coordinator(
         st.samples += r.samples;
         st.loss_sum += r.loss_sum;
         st.loss_rows += r.samples;
-        auto rows = st.cfg.data->train.rows;
+        auto rows = train_rows(*st.cfg.data);
         st.epoch = static_cast<int>(st.samples / std::max<std::int64_t>(rows, 1));
         if (r.finished && !w.finished) tell_fronts_leave(self, static_cast<std::size_t>(r.worker));
         if (r.finished) w.finished = true;
@@ -401,8 +401,12 @@ coordinator_impl::behavior_type coordinator(
           // Refresh the fronts' counters (a barrier says what it waits for), then publish.
           for (std::size_t f = 0; f < st.cfg.fronts.size(); ++f)
             self->request(st.cfg.fronts[f], st.cfg.hooks.tick, stats_atom::value)
-                .then([self, f](shard_stats& ss) { self->state.front_stats[f] = std::move(ss); },
-                      [](caf::error&) {});
+                .then(
+                    [self, f](shard_stats& ss) {
+                      self->state.front_stats[f] = std::move(ss);
+                      note_blocked_workers(self->state);
+                    },
+                    [](caf::error&) {});
           auto p = current_point(st);
           double dt = p.seconds - st.curve_seconds;
           hub->add_curve_point({p.seconds, p.samples,

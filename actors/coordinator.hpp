@@ -23,6 +23,9 @@ struct worker_track {
   bool finished = false;
   bool alive = true;
   caf::actor_clock::time_point last_report;
+  /// When the coordinator last saw it waiting at a barrier (its slice in, the step held): a
+  /// worker released from there is computing, not silent, until its next report.
+  caf::actor_clock::time_point last_blocked;
   double rate = 0;                ///< samples/s over the last rate window (>= 0.5 s)
   std::int64_t rate_samples = 0;  ///< samples since the rate window opened
   double rate_busy_s = 0;         ///< seconds the worker computed since the window opened
@@ -66,6 +69,9 @@ struct coordinator_state {
 
 /// Copies the coordinator's view of the run into `hub` (CAF-free data, read by observers).
 void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bool finished);
+/// Marks every worker the latest front stats show waiting at a barrier (last_blocked = now).
+/// Called whenever fresh front stats arrive.
+void note_blocked_workers(coordinator_state& st);
 /// Lines naming what the job waits for: workers silent for longer than the threshold, and
 /// barrier steps held back, with the workers they wait for.
 std::vector<std::string> find_stalls(const coordinator_state& st, double threshold_s);

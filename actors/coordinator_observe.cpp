@@ -35,6 +35,11 @@ int blocked_at(const coordinator_state& st, std::size_t i) {
 
 }  // namespace
 
+void note_blocked_workers(coordinator_state& st) {
+  for (std::size_t i = 0; i < st.workers.size(); ++i)
+    if (blocked_at(st, i) >= 0) st.workers[i].last_blocked = st.now();
+}
+
 std::vector<std::string> find_stalls(const coordinator_state& st, double threshold_s) {
   std::vector<std::string> out;
   if (st.finishing) return out;
@@ -51,7 +56,7 @@ std::vector<std::string> find_stalls(const coordinator_state& st, double thresho
   for (std::size_t i = 0; i < st.workers.size(); ++i) {
     auto& w = st.workers[i];
     if (!w.alive || w.finished || blocked_at(st, i) >= 0) continue;
-    auto quiet = since(st, w.last_report);
+    auto quiet = since(st, std::max(w.last_report, w.last_blocked));
     if (quiet < threshold_s) continue;
     std::ostringstream line;
     line.precision(2);
@@ -67,7 +72,7 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
   auto stalls = find_stalls(st, st.cfg.hooks.stall_after_s);
   hub.update([&](observe::run_snapshot& s) {
     auto& job = st.cfg.job;
-    auto rows = std::max<std::int64_t>(st.cfg.data->train.rows, 1);
+    auto rows = std::max<std::int64_t>(train_rows(*st.cfg.data), 1);
     s.job = job.name;
     s.mode = job.mode;
     s.epoch = std::min<std::int64_t>(st.epoch, std::max(job.epochs - 1, 0));  // 0-based, current

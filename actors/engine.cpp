@@ -89,6 +89,7 @@ coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
   auto train = std::shared_ptr<const dataset>(data, &data->train);
   for (int w = 0; w < job.workers; ++w) {
     auto wc = make_worker_config(job, topo, train, w);
+    wc.source = data->train_source;
     cc.workers.push_back(spawn_worker(sys, std::move(wc), !topo.workers_on_scheduler));
   }
   cc.hooks = std::move(hooks);

@@ -84,7 +84,7 @@ void on_ack(self_ptr self, std::size_t s, const push_ack& ack) {
 int next_batch(worker_state& st) {
   while (!st.work.empty()) {
     auto& w = st.work.front();
-    int rows = w.it->next(st.x, st.y);
+    int rows = w.reader->next(st.x, st.y);
     if (rows > 0) return rows;
     if (--w.epochs_left <= 0) st.work.pop_front();
   }
@@ -200,15 +200,11 @@ void add_work(self_ptr self, const worker_assignment& a) {
   auto& st = self->state;
   st.finished_reported = false;
   if (a.reports_to) st.reports_to = a.reports_to;
+  if (!st.source) st.source = st.cfg.source ? st.cfg.source : in_memory(st.cfg.train);
   for (auto& r : a.rows) {
     work_item w;
-    if (r.begin == 0 && r.end == st.cfg.train->rows) {
-      w.data = st.cfg.train;  // the whole set: no copy
-    } else {
-      w.data = std::make_shared<const dataset>(slice_rows(*st.cfg.train, r.begin, r.end));
-    }
-    w.it = std::make_unique<batch_iterator>(
-        *w.data, st.cfg.batch,
+    w.reader = st.source->open(
+        r.begin, r.end, st.cfg.batch,
         st.cfg.seed + static_cast<std::uint64_t>(st.cfg.id) + static_cast<std::uint64_t>(r.begin),
         st.cfg.shuffle);
     w.epochs_left = a.epochs;

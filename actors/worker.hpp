@@ -17,14 +17,14 @@ namespace actrain {
 
 /// Work still to do: rows of the training set, walked `epochs` times.
 struct work_item {
-  std::shared_ptr<const dataset> data;  ///< the rows (a slice, or the whole set)
-  std::unique_ptr<batch_iterator> it;
+  std::unique_ptr<batch_reader> reader;  ///< the assigned rows, in batches
   std::int64_t epochs_left = 0;
 };
 
 struct worker_state {
   static inline const char* name = "actrain.worker";
   worker_config cfg;
+  std::shared_ptr<const data_source> source;  ///< cfg.source, or cfg.train in memory
   std::vector<shard_actor> shards;
   caf::actor reports_to;  ///< from the assignment: the coordinator
   std::vector<shard_range_t> ranges;

@@ -189,6 +189,7 @@ node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
   if (opts.direct_connections) dial_ps_nodes(sys, self, r->reg, opts);
   auto train = std::shared_ptr<const dataset>(data, &data->train);
   auto wc = make_worker_config(job, plan_topology(job, placement::cluster), train, r->index);
+  wc.source = data->train_source;
   if (opts.worker_delay_s > 0) wc.delay_s = opts.worker_delay_s;
   validate(opts.chunking);
   worker_actor h = spawn_worker(sys, std::move(wc));

@@ -65,4 +65,44 @@ int batch_iterator::next(std::vector<float>& x, std::vector<float>& y) {
   return n;
 }
 
+namespace {
+
+/// A batch_iterator over rows of a data set held by the reader (the whole set, or a copy of a
+/// range).
+class dataset_reader final : public batch_reader {
+ public:
+  dataset_reader(std::shared_ptr<const dataset> d, int batch, std::uint64_t seed, bool shuffle)
+      : d_(std::move(d)), it_(*d_, batch, seed, shuffle) {}
+  int next(std::vector<float>& x, std::vector<float>& y) override { return it_.next(x, y); }
+
+ private:
+  std::shared_ptr<const dataset> d_;  // before it_: the iterator points into it
+  batch_iterator it_;
+};
+
+class dataset_source final : public data_source {
+ public:
+  explicit dataset_source(std::shared_ptr<const dataset> d) : d_(std::move(d)) {}
+  std::int64_t rows() const override { return d_->rows; }
+  int features() const override { return d_->features; }
+  int num_classes() const override { return d_->num_classes; }
+  std::unique_ptr<batch_reader> open(std::int64_t begin, std::int64_t end, int batch,
+                                     std::uint64_t seed, bool shuffle) const override {
+    auto part = begin == 0 && end == d_->rows
+                    ? d_  // the whole set: read in place
+                    : std::make_shared<const dataset>(slice_rows(*d_, begin, end));
+    return std::make_unique<dataset_reader>(std::move(part), batch, seed, shuffle);
+  }
+
+ private:
+  std::shared_ptr<const dataset> d_;
+};
+
+}  // namespace
+
+std::shared_ptr<const data_source> in_memory(std::shared_ptr<const dataset> d) {
+  if (!d) throw std::invalid_argument("in_memory: no data set");
+  return std::make_shared<dataset_source>(std::move(d));
+}
+
 }  // namespace actrain

@@ -5,9 +5,7 @@
 #include "tensor/cuda/cuda_backend.hpp"
 
 namespace actrain {
-namespace {
 
-/// Parses the N of "cuda:N"; -1 when `device` is not of that form.
 int parse_cuda_index(const std::string& device) {
   const std::string prefix = "cuda:";
   if (device.compare(0, prefix.size(), prefix) != 0 || device.size() == prefix.size()) return -1;
@@ -16,7 +14,9 @@ int parse_cuda_index(const std::string& device) {
   return std::stoi(digits);
 }
 
-}  // namespace
+bool is_device_name(const std::string& device) {
+  return device == "cpu" || device == "auto" || parse_cuda_index(device) >= 0;
+}
 
 device_report probe_devices() {
   device_report r;

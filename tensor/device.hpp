@@ -14,6 +14,11 @@ struct device_report {
   std::string why_no_cuda;  ///< empty when cuda_devices > 0, else the reason (one line)
 };
 
+/// The N of "cuda:N" (N of at most 4 digits); -1 when `device` is not of that form.
+int parse_cuda_index(const std::string& device);
+/// Whether `device` names a device: "cpu", "auto" or "cuda:N". Checked without a GPU.
+bool is_device_name(const std::string& device);
+
 /// Probes the CUDA runtime once (cudaGetDeviceCount); never throws.
 device_report probe_devices();
 

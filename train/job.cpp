@@ -2,6 +2,8 @@
 // fails at once with a message that names the field ("job.workers must be >= 1, got 0").
 #include <actrain/job.hpp>
 
+#include "tensor/device.hpp"
+
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -47,17 +49,8 @@ void validate_nested(const std::string& field, const Spec& spec) {
   }
 }
 
-// "cpu", "auto" or "cuda:N" with N a non-negative integer.
 void validate_device(const std::string& device) {
-  if (device == "cpu" || device == "auto") return;
-  const std::string prefix = "cuda:";
-  if (device.compare(0, prefix.size(), prefix) == 0 && device.size() > prefix.size()) {
-    bool digits = true;
-    for (std::size_t i = prefix.size(); i < device.size(); ++i)
-      digits = digits && device[i] >= '0' && device[i] <= '9';
-    if (digits) return;
-  }
-  fail("device", "must be cpu, auto or cuda:N, got '" + device + "'");
+  if (!is_device_name(device)) fail("device", "must be cpu, auto or cuda:N, got '" + device + "'");
 }
 
 void validate_model(const model_spec& m) {

@@ -97,32 +97,45 @@ job_data load_job_data(const job_spec& job) {
   return out;
 }
 
+std::int64_t train_rows(const job_data& data) {
+  return data.train_source ? data.train_source->rows() : data.train.rows;
+}
+
 void fit_model_to_data(job_spec& job, const job_data& data) {
   model_spec& m = job.model;
-  const dataset& d = data.train;
-  if (m.input_dim == 0) m.input_dim = d.features;
-  if (m.input_dim != d.features)
+  // A streamed training set is described by its source; its rows are never here.
+  dataset d;
+  if (data.train_source) {
+    d.rows = data.train_source->rows();
+    d.features = data.train_source->features();
+    d.num_classes = data.train_source->num_classes();
+  }
+  const dataset& train = data.train_source ? d : data.train;
+  if (m.input_dim == 0) m.input_dim = train.features;
+  if (m.input_dim != train.features)
     throw std::invalid_argument("job.model.input_dim is " + std::to_string(m.input_dim) +
-                                " but the data has " + std::to_string(d.features) + " features");
+                                " but the data has " + std::to_string(train.features) +
+                                " features");
   if (is_classifier_kind(m.kind)) {
-    if (d.num_classes <= 0)
+    if (train.num_classes <= 0)
       throw std::invalid_argument("job.model.kind " + m.kind +
                                   " needs class labels, but the data is a regression set");
     // output_dim defaults to 1, which no classifier can use: treat it as unset too.
-    if (m.output_dim <= 1) m.output_dim = d.num_classes;
-    if (m.output_dim < d.num_classes)
+    if (m.output_dim <= 1) m.output_dim = train.num_classes;
+    if (m.output_dim < train.num_classes)
       throw std::invalid_argument("job.model.output_dim is " + std::to_string(m.output_dim) +
-                                  " but the data has " + std::to_string(d.num_classes) +
+                                  " but the data has " + std::to_string(train.num_classes) +
                                   " classes");
   } else {
     if (m.output_dim == 0) m.output_dim = 1;
     if (m.output_dim != 1)
-      throw std::invalid_argument("job.model.output_dim must be 1 for linear regression, got " +
-                                  std::to_string(m.output_dim));
+      throw std::invalid_argument("job.model.output_dim must be 1 for " + m.kind +
+                                  " (a regression kind), got " + std::to_string(m.output_dim));
   }
-  if (data.test.rows > 0 && data.test.features != d.features)
+  if (data.test.rows > 0 && data.test.features != train.features)
     throw std::invalid_argument("the test set has " + std::to_string(data.test.features) +
-                                " features but the training set has " + std::to_string(d.features));
+                                " features but the training set has " +
+                                std::to_string(train.features));
 }
 
 }  // namespace actrain

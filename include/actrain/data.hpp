@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -58,5 +59,37 @@ class batch_iterator {
   std::int64_t pos_ = 0;
   std::int64_t epoch_ = 0;
 };
+
+/// Reads one worker's rows in mini-batches, epoch after epoch. Belongs to one worker's thread.
+class batch_reader {
+ public:
+  virtual ~batch_reader() = default;
+  /// Writes the next batch into x (rows x features, row-major) and y (one target per row; a
+  /// class index stored as a float for classification) and returns its row count, at most the
+  /// batch size; 0 at the end of an epoch (the next call starts the next one).
+  virtual int next(std::vector<float>& x, std::vector<float>& y) = 0;
+};
+
+/// Where workers' training rows come from: the data set in memory (in_memory), or rows an
+/// application produces or reads itself, so the training set need not fit in one process (each
+/// worker opens only the rows it is assigned). Shared by every worker of a process: const and
+/// thread-safe.
+class data_source {
+ public:
+  virtual ~data_source() = default;
+  virtual std::int64_t rows() const = 0;  ///< rows of the whole training set
+  virtual int features() const = 0;
+  virtual int num_classes() const = 0;  ///< 0 for regression
+  /// A reader of rows [begin, end) in batches of `batch`; `seed` decides a shuffle, if the source
+  /// shuffles. Called on the worker's thread once per assignment; may throw std::runtime_error
+  /// (a file that cannot be read), which fails that worker naming the error.
+  virtual std::unique_ptr<batch_reader> open(std::int64_t begin, std::int64_t end, int batch,
+                                             std::uint64_t seed, bool shuffle) const = 0;
+};
+
+/// The data set in memory as a source: its rows reshuffled every epoch by batch_iterator (the
+/// reference trainer's order for the same seed). A worker assigned the whole set reads it in
+/// place; one assigned a range gets a copy of that range.
+std::shared_ptr<const data_source> in_memory(std::shared_ptr<const dataset> d);
 
 }  // namespace actrain

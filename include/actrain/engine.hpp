@@ -35,6 +35,8 @@ struct worker_config {
   std::int32_t id = 0;
   model_spec model;
   std::shared_ptr<const dataset> train;
+  /// When set, the worker reads its rows from here instead of `train` (job_data::train_source).
+  std::shared_ptr<const data_source> source;
   int batch = 64;
   std::uint64_t seed = 42;     ///< batches use seed + id (worker 0 matches the reference)
   std::string device = "cpu";  ///< "cpu", "cuda:N", "auto"

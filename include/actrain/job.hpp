@@ -89,7 +89,14 @@ topology plan_topology(const job_spec& job, placement where = placement::one_pro
 struct job_data {
   dataset train;
   dataset test;
+  /// When set, workers read their training rows from this source instead of `train` (which may
+  /// then stay empty): rows an application streams or produces itself. The coordinator counts
+  /// epochs by its rows(); evaluation still uses `test`.
+  std::shared_ptr<const data_source> train_source;
 };
+
+/// Rows of the training set: train_source->rows() when there is a source, else train.rows.
+std::int64_t train_rows(const job_data& data);
 /// Loads (or generates) the data a job names; the model's input/output dims must match.
 job_data load_job_data(const job_spec& job);
 

@@ -1,4 +1,6 @@
 // End-to-end runs of the async engine in one process (real scheduler, detached workers).
+#include <atomic>
+
 #include <gtest/gtest.h>
 
 #include <actrain/engine.hpp>
@@ -98,6 +100,93 @@ TEST_F(engine_test, a_bad_job_is_refused_with_the_field_named) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("workers"), std::string::npos) << e.what();
   }
+}
+
+/// Rows made on demand from their index (never all in memory): x uniform in [-1, 1)^3 from a
+/// hash of the row, y = 2 x0 - x1 + 0.5 x2 + 0.25. Counts the rows it produced.
+class generated_rows final : public data_source {
+ public:
+  explicit generated_rows(std::int64_t rows) : rows_(rows) {}
+  std::int64_t rows() const override { return rows_; }
+  int features() const override { return 3; }
+  int num_classes() const override { return 0; }
+  static void row(std::int64_t i, float* x, float* y) {
+    std::uint64_t z = static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ULL + 1;
+    for (int f = 0; f < 3; ++f) {
+      z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ULL;
+      x[f] = static_cast<float>((z >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+    }
+    *y = 2 * x[0] - x[1] + 0.5f * x[2] + 0.25f;
+  }
+  std::unique_ptr<batch_reader> open(std::int64_t begin, std::int64_t end, int batch, std::uint64_t,
+                                     bool) const override {
+    struct reader final : batch_reader {
+      std::int64_t begin, end, at;
+      int batch;
+      std::atomic<std::int64_t>* produced;
+      int next(std::vector<float>& x, std::vector<float>& y) override {
+        if (at == end) {
+          at = begin;  // the epoch ended; the next call starts the next one
+          return 0;
+        }
+        int n = static_cast<int>(std::min<std::int64_t>(batch, end - at));
+        x.resize(static_cast<std::size_t>(n) * 3);
+        y.resize(static_cast<std::size_t>(n));
+        for (int r = 0; r < n; ++r) row(at + r, &x[static_cast<std::size_t>(r) * 3], &y[r]);
+        at += n;
+        *produced += n;
+        return n;
+      }
+    };
+    auto r = std::make_unique<reader>();
+    r->begin = begin;
+    r->end = end;
+    r->at = begin;
+    r->batch = batch;
+    r->produced = &produced;
+    return r;
+  }
+  mutable std::atomic<std::int64_t> produced{0};
+
+ private:
+  std::int64_t rows_;
+};
+
+// Workers read their rows from a source of the application's (job_data::train_source) and the
+// job needs no training set in memory: 2 workers x 2 shards fit the generator's exact linear
+// function, every row read once per epoch.
+TEST_F(engine_test, workers_train_from_a_streamed_source_without_the_rows_in_memory) {
+  auto source = std::make_shared<generated_rows>(8000);
+  auto data = std::make_shared<job_data>();
+  data->train_source = source;
+  data->test.rows = 500;
+  data->test.features = 3;
+  for (std::int64_t i = 0; i < 500; ++i) {
+    float x[3], y;
+    generated_rows::row(1000000 + i, x, &y);  // rows the workers never saw
+    data->test.x.insert(data->test.x.end(), x, x + 3);
+    data->test.y.push_back(y);
+  }
+  job_spec job;
+  job.model.kind = "linear";
+  job.workers = 2;
+  job.shards = 2;
+  job.batch = 32;
+  job.epochs = 3;
+  job.optim.kind = "sgd";
+  job.optim.lr = 0.1f;
+  fit_model_to_data(job, *data);
+  EXPECT_EQ(job.model.input_dim, 3);
+  auto res = run_job(*sys, job, data);
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(data->train.rows, 0);  // nothing was loaded
+  EXPECT_EQ(source->produced.load(), 3 * 8000);
+  EXPECT_EQ(res.samples, 3 * 8000);
+  EXPECT_LT(res.test.loss, 1e-6) << "y is exactly linear in x: the fit should be exact";
+  ASSERT_EQ(res.params.size(), 4u);
+  EXPECT_NEAR(res.params[0], 2.f, 1e-3);
+  EXPECT_NEAR(res.params[1], -1.f, 1e-3);
+  EXPECT_NEAR(res.params[3], 0.25f, 1e-3);
 }
 
 }  // namespace

@@ -54,5 +54,27 @@ TEST_F(stall_clock_test,
   EXPECT_EQ(lines[1], "worker-2 has reported no progress for 3.00 s (last step 0)");
 }
 
+// Released from a barrier, a worker computes its next step and reports only every few steps: its
+// silence counts from when it was last seen waiting, not from its last report.
+TEST_F(stall_clock_test, a_worker_just_released_from_a_barrier_is_not_silent) {
+  shard_stats held;
+  held.waiting_step = 0;
+  held.waiting_s = 0;
+  held.waiting_for = {1};  // workers 0 and 2 wait at the barrier for worker 1
+  st.front_stats = {held};
+  clock.current_time += 2500ms;
+  note_blocked_workers(st);             // a tick's fresh stats: 0 and 2 still waiting
+  st.front_stats[0].waiting_step = -1;  // worker 1's slice came: the step is applied
+  st.workers[1].last_report = clock.now();
+  clock.current_time += 300ms;
+  EXPECT_TRUE(find_stalls(st, 0.5).empty()) << find_stalls(st, 0.5).front();
+  clock.current_time += 300ms;  // 0.6 s after the release, still silent: now they are named
+  st.workers[1].last_report = clock.now();  // (worker 1 keeps reporting)
+  auto lines = find_stalls(st, 0.5);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "worker-0 has reported no progress for 0.60 s (last step 0)");
+  EXPECT_EQ(lines[1], "worker-2 has reported no progress for 0.60 s (last step 0)");
+}
+
 }  // namespace
 }  // namespace actrain

@@ -1,4 +1,5 @@
-// Deterministic tests of the worker: credit-based back-pressure, and zero-copy local sends.
+// Deterministic tests of the worker: credit-based back-pressure, its watchdog on the test clock,
+// and zero-copy local sends.
 #include <gtest/gtest.h>
 
 #include "actor_fixture.hpp"
@@ -190,23 +191,60 @@ TEST(worker_test, an_answer_between_ticks_keeps_the_worker_alive) {
   ds.run();
 }
 
+/// A shard that acks every push at once and keeps every gradient slice it received (in `kept`,
+/// shared with the test; the deterministic scheduler runs one thing at a time).
+shard_actor::behavior_type keeping_shard(std::size_t n, std::shared_ptr<std::vector<tensor>> kept) {
+  return {
+      [n](pull_atom, const pull_request&) -> weights {
+        return {0, 0, tensor(std::vector<float>(n, 0.f))};
+      },
+      [kept](push_atom, const gradient& g) -> push_ack {
+        kept->push_back(g.values);
+        return {1, 0, true};
+      },
+      [n](push_pull_atom, const gradient&) -> weights {
+        return {0, 0, tensor(std::vector<float>(n, 0.f))};
+      },
+      [](stats_atom) -> shard_stats { return {}; },
+      [](checkpoint_atom) -> shard_checkpoint { return {}; },
+      [](restore_atom, const shard_checkpoint&) -> std::int64_t { return 0; },
+      [](leave_atom, std::int32_t) {},
+  };
+}
+
+// The worker's gradient is one buffer whose per-shard slices are views: what each shard receives
+// in a local send is that buffer itself. Shard 1's slice of every step starts exactly where shard
+// 0's ends (a copy anywhere on the way would put them in separate allocations), and every step
+// brings a new buffer while the shards keep the old ones alive.
 TEST(worker_test, a_local_send_of_a_gradient_does_not_copy_its_buffer) {
   testing::deterministic_system ds;
   caf::scoped_actor self{*ds.sys};
-  auto receiver = ds.sys->spawn([]() -> caf::behavior {
-    return {[](const gradient& g) {
-      return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(g.values.data()));
-    }};
-  });
-  gradient g;
-  g.values = tensor(std::vector<float>(1 << 20, 1.f));
-  auto sent = reinterpret_cast<std::uintptr_t>(g.values.data());
-  self->send(receiver, g);
+  auto kept0 = std::make_shared<std::vector<tensor>>();
+  auto kept1 = std::make_shared<std::vector<tensor>>();
+  auto s0 = ds.sys->spawn(keeping_shard, std::size_t{2}, kept0);
+  auto s1 = ds.sys->spawn(keeping_shard, std::size_t{1}, kept1);
+  auto wc = watched_worker(small_data(), std::chrono::seconds(60));
+  wc.window = 2;
+  worker_actor w = ds.sys->spawn(worker, wc);
+  worker_assignment a;
+  a.shards = {s0, s1};
+  a.ranges = {shard_range_t{0, 2}, shard_range_t{2, 3}};  // linear, 2 features: W (2) then b (1)
+  a.rows = {shard_range_t{0, 40}};
+  a.epochs = 1;
+  self->send(w, assign_atom::value, a);
   ds.run();
-  std::uint64_t seen = 0;
-  self->receive([&](std::uint64_t p) { seen = p; });
-  EXPECT_EQ(seen, sent);
-  self->send_exit(receiver, caf::exit_reason::user_shutdown);
+  ASSERT_EQ(kept0->size(), 10u);  // 40 rows, batch 4
+  ASSERT_EQ(kept1->size(), 10u);
+  for (std::size_t k = 0; k < kept0->size(); ++k) {
+    const float* first = (*kept0)[k].data();
+    EXPECT_EQ((*kept1)[k].data(), first + 2) << "step " << k << ": the slices are not one buffer";
+    if (k > 0) {
+      EXPECT_NE(first, (*kept0)[k - 1].data()) << "step " << k << " reused a kept buffer";
+    }
+  }
+  for (auto h : {caf::actor_cast<caf::actor>(w), caf::actor_cast<caf::actor>(s0),
+                 caf::actor_cast<caf::actor>(s1)})
+    self->send_exit(h, caf::exit_reason::user_shutdown);
   ds.run();
 }
 
