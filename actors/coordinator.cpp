@@ -264,6 +264,169 @@ void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
   maybe_done(self);
 }
 
+/// A node or actor the coordinator monitors went down: a worker is lost (its rows go to
+/// another), a shard ends the job.
+void on_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  for (std::size_t i = 0; i < st.workers.size(); ++i) {
+    if (st.workers[i].alive && st.workers[i].handle.address() == dm.source) {
+      if (st.finishing) {
+        st.workers[i].alive = false;
+        return;
+      }
+      reassign(self, i, dm.reason);
+      return;
+    }
+  }
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
+    if (st.cfg.shards[s].address() == dm.source && !st.finishing) {
+      st.result.error = "shard " + std::to_string(s) + " went down";
+      st.finishing = true;
+      st.train_seconds = elapsed(st);
+      if (st.done.pending()) st.done.deliver(st.result);
+      for (auto& w : st.workers)
+        if (w.alive) self->send(w.handle, stop_atom::value);
+      self->quit();
+      return;
+    }
+  }
+}
+
+/// sync (one barrier per shard, every worker its own group): evaluation at fixed global steps,
+/// one step being a batch from each of the n workers. The first eval_window points are asked
+/// for before any worker has work (the barriers hold each until its step), and one more each
+/// time a point is evaluated; the points the job does not reach fail when the barriers stop,
+/// after the final evaluation.
+void plan_sync_evaluations(self_ptr self, std::int64_t rows, int n) {
+  auto& st = self->state;
+  auto& job = st.cfg.job;
+  if (job.mode == "sync" && !job.local_aggregation && job.eval_every > 0 &&
+      job.eval_every < job.epochs) {
+    auto per_step = static_cast<double>(n) * job.batch;
+    st.eval_steps = std::max<std::int64_t>(
+        1, std::llround(job.eval_every * static_cast<double>(rows) / per_step));
+    for (int k = 0; k < eval_window; ++k) {
+      st.last_eval_step += st.eval_steps;
+      evaluate_at_step(self, st.last_eval_step);
+    }
+  }
+}
+
+/// Starts the job: monitors every actor, plans sync evaluations, hands out the rows.
+caf::result<engine_result> on_run(self_ptr self) {
+  auto& st = self->state;
+  st.done = self->make_response_promise<engine_result>();
+  st.start = st.now();
+  auto rows = train_rows(*st.cfg.data);
+  st.target_samples = rows * st.cfg.job.epochs;
+  st.next_eval_samples = static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
+  st.workers.clear();
+  for (auto& s : st.cfg.shards) self->monitor(s);
+  auto n = static_cast<int>(st.cfg.workers.size());
+  for (int i = 0; i < n; ++i) {
+    worker_track t;
+    t.handle = st.cfg.workers[static_cast<std::size_t>(i)];
+    t.last_report = st.start;
+    t.rate_since = st.start;
+    self->monitor(t.handle);
+    st.workers.push_back(std::move(t));
+  }
+  plan_sync_evaluations(self, rows, n);
+  for (int i = 0; i < n; ++i) {
+    auto r = shard_range(rows, n, i);
+    assign(self, static_cast<std::size_t>(i), {shard_range_t{r.first, r.second}},
+           st.cfg.job.epochs);
+  }
+  st.front_stats.assign(st.cfg.fronts.size(), shard_stats{});
+  if (st.cfg.hooks.hub && st.cfg.hooks.tick > std::chrono::milliseconds(250))
+    st.cfg.hooks.tick = std::chrono::milliseconds(250);
+  self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
+  return st.done;
+}
+
+/// A worker's progress: counts, rates, evaluation by samples, the end of the job.
+void on_progress(self_ptr self, const progress_report& r) {
+  auto& st = self->state;
+  // A report may come from another node: ignore what cannot be true rather than let it
+  // corrupt the counts.
+  if (r.worker < 0 || static_cast<std::size_t>(r.worker) >= st.workers.size() || r.samples < 0 ||
+      !std::isfinite(r.loss_sum) || r.max_staleness < 0 || !(r.busy_seconds >= 0) ||
+      !std::isfinite(r.busy_seconds)) {
+    event(self, "ignored an invalid progress report (worker " + std::to_string(r.worker) +
+                    ", samples " + std::to_string(r.samples) + ")");
+    return;
+  }
+  auto& w = st.workers[static_cast<std::size_t>(r.worker)];
+  if (!w.alive) return;
+  w.step = std::max(w.step, r.step);
+  w.done_samples += r.samples;
+  auto now = st.now();
+  // Rates over windows of at least 0.5 s: reports queued behind an evaluation arrive
+  // together, and a rate over their near-zero spacing would be meaningless. A worker's
+  // last report closes its window whatever its length (a job shorter than 0.5 s still
+  // shows each worker's rate and busy fraction).
+  w.rate_samples += r.samples;
+  w.rate_busy_s += r.busy_seconds;
+  auto dt = std::chrono::duration<double>(now - w.rate_since).count();
+  if (dt >= 0.5 || (r.finished && dt > 0.01)) {
+    w.rate = w.rate_samples / dt;
+    // Busy: the worker's own clock over the coordinator's window; the two clocks tick
+    // apart by a report's travel time at most, so clamp.
+    w.busy = std::min(1.0, w.rate_busy_s / dt);
+    w.rate_samples = 0;
+    w.rate_busy_s = 0;
+    w.rate_since = now;
+  }
+  if (r.samples > 0) w.last_loss = r.loss_sum / r.samples;
+  w.last_staleness = r.max_staleness;
+  w.last_report = now;
+  st.samples += r.samples;
+  st.loss_sum += r.loss_sum;
+  st.loss_rows += r.samples;
+  auto rows = train_rows(*st.cfg.data);
+  st.epoch = static_cast<int>(st.samples / std::max<std::int64_t>(rows, 1));
+  if (r.finished && !w.finished) tell_fronts_leave(self, static_cast<std::size_t>(r.worker));
+  if (r.finished) w.finished = true;
+  if (!st.finishing && st.eval_steps == 0 && st.samples >= st.next_eval_samples &&
+      st.samples < st.target_samples) {
+    st.next_eval_samples += static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
+    evaluate_now(self, false);
+  }
+  maybe_done(self);
+}
+
+/// The periodic tick: front stats, the curve, the published snapshot, the console.
+void on_tick(self_ptr self) {
+  auto& st = self->state;
+  if (st.finishing) return;
+  if (auto* hub = st.cfg.hooks.hub) {
+    // Refresh the fronts' counters (a barrier says what it waits for), then publish.
+    for (std::size_t f = 0; f < st.cfg.fronts.size(); ++f)
+      self->request(st.cfg.fronts[f], st.cfg.hooks.tick, stats_atom::value)
+          .then(
+              [self, f](shard_stats& ss) {
+                self->state.front_stats[f] = std::move(ss);
+                note_blocked_workers(self->state);
+              },
+              [](caf::error&) {});
+    auto p = current_point(st);
+    double dt = p.seconds - st.curve_seconds;
+    hub->add_curve_point({p.seconds, p.samples, st.loss_rows > 0 ? p.train_loss : std::nan(""),
+                          std::nan(""), std::nan(""),
+                          dt > 0 ? (p.samples - st.curve_samples) / dt : 0});
+    st.curve_seconds = p.seconds;
+    st.curve_samples = p.samples;
+    publish_snapshot(st, *hub, false);
+  }
+  if (st.cfg.hooks.on_tick) {
+    auto p = current_point(st);
+    double rate = p.seconds > 0 ? p.samples / p.seconds : 0;
+    double eta = rate > 0 ? (st.target_samples - st.samples) / rate : 0;
+    st.cfg.hooks.on_tick(p, eta);
+  }
+  self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
+}
+
 }  // namespace
 
 coordinator_impl::behavior_type coordinator(
@@ -272,158 +435,11 @@ coordinator_impl::behavior_type coordinator(
   st.cfg = std::move(cfg);
   st.sys_clock = &self->clock();
   st.eval_backend = make_cpu_backend();
-  self->set_down_handler([self](caf::down_msg& dm) {
-    auto& st = self->state;
-    for (std::size_t i = 0; i < st.workers.size(); ++i) {
-      if (st.workers[i].alive && st.workers[i].handle.address() == dm.source) {
-        if (st.finishing) {
-          st.workers[i].alive = false;
-          return;
-        }
-        reassign(self, i, dm.reason);
-        return;
-      }
-    }
-    for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
-      if (st.cfg.shards[s].address() == dm.source && !st.finishing) {
-        st.result.error = "shard " + std::to_string(s) + " went down";
-        st.finishing = true;
-        st.train_seconds = elapsed(st);
-        if (st.done.pending()) st.done.deliver(st.result);
-        for (auto& w : st.workers)
-          if (w.alive) self->send(w.handle, stop_atom::value);
-        self->quit();
-        return;
-      }
-    }
-  });
+  self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
   return {
-      [self](run_atom) -> caf::result<engine_result> {
-        auto& st = self->state;
-        st.done = self->make_response_promise<engine_result>();
-        st.start = st.now();
-        auto rows = train_rows(*st.cfg.data);
-        st.target_samples = rows * st.cfg.job.epochs;
-        st.next_eval_samples =
-            static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
-        st.workers.clear();
-        for (auto& s : st.cfg.shards) self->monitor(s);
-        auto n = static_cast<int>(st.cfg.workers.size());
-        for (int i = 0; i < n; ++i) {
-          worker_track t;
-          t.handle = st.cfg.workers[static_cast<std::size_t>(i)];
-          t.last_report = st.start;
-          t.rate_since = st.start;
-          self->monitor(t.handle);
-          st.workers.push_back(std::move(t));
-        }
-        // sync (one barrier per shard, every worker its own group): evaluation at fixed global
-        // steps, one step being a batch from each worker. The first eval_window points are asked
-        // for now, before any worker has work (the barriers hold each until its step), and one
-        // more each time a point is evaluated; the points the job does not reach fail when the
-        // barriers stop, after the final evaluation.
-        auto& job = st.cfg.job;
-        if (job.mode == "sync" && !job.local_aggregation && job.eval_every > 0 &&
-            job.eval_every < job.epochs) {
-          auto per_step = static_cast<double>(n) * job.batch;
-          st.eval_steps = std::max<std::int64_t>(
-              1, std::llround(job.eval_every * static_cast<double>(rows) / per_step));
-          for (int k = 0; k < eval_window; ++k) {
-            st.last_eval_step += st.eval_steps;
-            evaluate_at_step(self, st.last_eval_step);
-          }
-        }
-        for (int i = 0; i < n; ++i) {
-          auto r = shard_range(rows, n, i);
-          assign(self, static_cast<std::size_t>(i), {shard_range_t{r.first, r.second}},
-                 st.cfg.job.epochs);
-        }
-        st.front_stats.assign(st.cfg.fronts.size(), shard_stats{});
-        if (st.cfg.hooks.hub && st.cfg.hooks.tick > std::chrono::milliseconds(250))
-          st.cfg.hooks.tick = std::chrono::milliseconds(250);
-        self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
-        return st.done;
-      },
-      [self](progress_atom, const progress_report& r) {
-        auto& st = self->state;
-        // A report may come from another node: ignore what cannot be true rather than let it
-        // corrupt the counts.
-        if (r.worker < 0 || static_cast<std::size_t>(r.worker) >= st.workers.size() ||
-            r.samples < 0 || !std::isfinite(r.loss_sum) || r.max_staleness < 0 ||
-            !(r.busy_seconds >= 0) || !std::isfinite(r.busy_seconds)) {
-          event(self, "ignored an invalid progress report (worker " + std::to_string(r.worker) +
-                          ", samples " + std::to_string(r.samples) + ")");
-          return;
-        }
-        auto& w = st.workers[static_cast<std::size_t>(r.worker)];
-        if (!w.alive) return;
-        w.step = std::max(w.step, r.step);
-        w.done_samples += r.samples;
-        auto now = st.now();
-        // Rates over windows of at least 0.5 s: reports queued behind an evaluation arrive
-        // together, and a rate over their near-zero spacing would be meaningless. A worker's
-        // last report closes its window whatever its length (a job shorter than 0.5 s still
-        // shows each worker's rate and busy fraction).
-        w.rate_samples += r.samples;
-        w.rate_busy_s += r.busy_seconds;
-        auto dt = std::chrono::duration<double>(now - w.rate_since).count();
-        if (dt >= 0.5 || (r.finished && dt > 0.01)) {
-          w.rate = w.rate_samples / dt;
-          // Busy: the worker's own clock over the coordinator's window; the two clocks tick
-          // apart by a report's travel time at most, so clamp.
-          w.busy = std::min(1.0, w.rate_busy_s / dt);
-          w.rate_samples = 0;
-          w.rate_busy_s = 0;
-          w.rate_since = now;
-        }
-        if (r.samples > 0) w.last_loss = r.loss_sum / r.samples;
-        w.last_staleness = r.max_staleness;
-        w.last_report = now;
-        st.samples += r.samples;
-        st.loss_sum += r.loss_sum;
-        st.loss_rows += r.samples;
-        auto rows = train_rows(*st.cfg.data);
-        st.epoch = static_cast<int>(st.samples / std::max<std::int64_t>(rows, 1));
-        if (r.finished && !w.finished) tell_fronts_leave(self, static_cast<std::size_t>(r.worker));
-        if (r.finished) w.finished = true;
-        if (!st.finishing && st.eval_steps == 0 && st.samples >= st.next_eval_samples &&
-            st.samples < st.target_samples) {
-          st.next_eval_samples +=
-              static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
-          evaluate_now(self, false);
-        }
-        maybe_done(self);
-      },
-      [self](tick_atom) {
-        auto& st = self->state;
-        if (st.finishing) return;
-        if (auto* hub = st.cfg.hooks.hub) {
-          // Refresh the fronts' counters (a barrier says what it waits for), then publish.
-          for (std::size_t f = 0; f < st.cfg.fronts.size(); ++f)
-            self->request(st.cfg.fronts[f], st.cfg.hooks.tick, stats_atom::value)
-                .then(
-                    [self, f](shard_stats& ss) {
-                      self->state.front_stats[f] = std::move(ss);
-                      note_blocked_workers(self->state);
-                    },
-                    [](caf::error&) {});
-          auto p = current_point(st);
-          double dt = p.seconds - st.curve_seconds;
-          hub->add_curve_point({p.seconds, p.samples,
-                                st.loss_rows > 0 ? p.train_loss : std::nan(""), std::nan(""),
-                                std::nan(""), dt > 0 ? (p.samples - st.curve_samples) / dt : 0});
-          st.curve_seconds = p.seconds;
-          st.curve_samples = p.samples;
-          publish_snapshot(st, *hub, false);
-        }
-        if (st.cfg.hooks.on_tick) {
-          auto p = current_point(st);
-          double rate = p.seconds > 0 ? p.samples / p.seconds : 0;
-          double eta = rate > 0 ? (st.target_samples - st.samples) / rate : 0;
-          st.cfg.hooks.on_tick(p, eta);
-        }
-        self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
-      },
+      [self](run_atom) { return on_run(self); },
+      [self](progress_atom, const progress_report& r) { on_progress(self, r); },
+      [self](tick_atom) { on_tick(self); },
   };
 }
 

@@ -58,8 +58,110 @@ struct registrar_state {
   }
 };
 
-registrar_actor::behavior_type registrar(registrar_actor::stateful_pointer<registrar_state> self,
-                                         job_spec job, cluster_options opts,
+using registrar_ptr = registrar_actor::stateful_pointer<registrar_state>;
+
+/// Refuses what check_hello finds wrong and a role that is full; else hands out the next index.
+caf::result<std::int32_t, std::int32_t, tensor> on_hello(registrar_ptr self,
+                                                         const std::string& role,
+                                                         const std::string& token,
+                                                         std::uint32_t version, const tensor& probe,
+                                                         const std::string& name) {
+  auto& st = self->state;
+  auto refuse = [&](caf::error err) {
+    st.event("refused " + role + " node '" + name + "': " + describe_error(err));
+    return err;
+  };
+  if (auto err = check_hello(st.opts.token, role, token, version, probe))
+    return refuse(std::move(err));
+  const bool ps = role == "ps";
+  auto& next = ps ? st.next_ps : st.next_worker;
+  const int count = ps ? st.opts.ps_nodes : st.job.workers;
+  if (next >= count)
+    return refuse(
+        make_error(errc::bad_config,
+                   "the cluster already has its " + std::to_string(count) +
+                       (ps ? " ps nodes ([cluster] ps-nodes)" : " workers ([job] workers)")));
+  auto index = next++;
+  st.event(role + " node '" + name + "' registered as " + role + " " + std::to_string(index));
+  return {index, static_cast<std::int32_t>(count), byte_order_probe()};
+}
+
+/// Delivers `members` to those waiting once every shard and worker joined.
+void maybe_complete(registrar_ptr self) {
+  auto& st = self->state;
+  if (!st.complete()) return;
+  st.event("all nodes joined: " + st.status());
+  for (auto& p : st.waiting) p.deliver(true);
+  st.waiting.clear();
+}
+
+/// Fills slot `index` of `slots` once: a joined member is never replaced (a confused or late
+/// node); an index outside the job or an empty handle is ignored.
+template <class Handle>
+void join(registrar_ptr self, std::vector<Handle>& slots, std::int32_t index, Handle h,
+          int& joined) {
+  if (index < 0 || static_cast<std::size_t>(index) >= slots.size() || !h) return;
+  auto& slot = slots[static_cast<std::size_t>(index)];
+  if (slot) return;
+  slot = std::move(h);
+  joined += 1;
+  maybe_complete(self);
+}
+
+/// Records where workers reach ps node `index`; answers peers requests once all are known.
+void add_peer(registrar_ptr self, std::int32_t index, const std::string& host, std::uint16_t port) {
+  auto& st = self->state;
+  auto i = static_cast<std::size_t>(index);
+  if (st.peer_known[i]) return;
+  st.peer_known[i] = true;
+  if (port != 0 && host.empty()) {
+    st.event("ps " + std::to_string(index) +
+             " listens, but its address is unknown: workers reach it through this node");
+    port = 0;
+  }
+  st.peers[i] = ps_endpoint{port != 0 ? host : std::string{}, port};
+  if (port != 0)
+    st.event("ps " + std::to_string(index) + " takes worker connections at " + host + ":" +
+             std::to_string(port));
+  if (++st.peers_known < st.opts.ps_nodes) return;
+  for (auto& p : st.waiting_peers) p.deliver(st.peers);
+  st.waiting_peers.clear();
+}
+
+/// A ps node's peer endpoint. Without a host, the address this node sees the ps node's
+/// connection come from (its own middleman knows it) is what workers dial.
+void on_peer(registrar_ptr self, std::int32_t index, const ps_endpoint& at) {
+  auto& st = self->state;
+  if (index < 0 || index >= st.opts.ps_nodes) return;
+  auto sender = self->current_sender();
+  if (at.port == 0 || !at.host.empty() || !sender) return add_peer(self, index, at.host, at.port);
+  auto port = at.port;
+  self->request(self->home_system().middleman().actor_handle(), std::chrono::seconds(5),
+                caf::get_atom::value, sender->node())
+      .then([=](const caf::node_id&, const std::string& seen,
+                std::uint16_t) { add_peer(self, index, seen, port); },
+            [=](caf::error&) { add_peer(self, index, "", port); });
+}
+
+/// Ends the cluster: every joined actor is told to stop (so remote nodes exit even when the job
+/// never started or failed), waiting callers fail, and the registrar quits.
+std::string on_stop(registrar_ptr self) {
+  auto& st = self->state;
+  for (auto& s : st.members->shards)
+    if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
+  for (auto& w : st.members->workers)
+    if (w) self->send(w, stop_atom::value);
+  auto stopped = make_error(errc::stopped, "the coordinator node stopped: " + st.status());
+  for (auto& p : st.waiting) p.deliver(stopped);
+  for (auto& p : st.waiting_peers) p.deliver(stopped);
+  st.waiting.clear();
+  st.waiting_peers.clear();
+  auto s = st.status();
+  self->quit();
+  return s;
+}
+
+registrar_actor::behavior_type registrar(registrar_ptr self, job_spec job, cluster_options opts,
                                          std::function<void(const std::string&)> on_event,
                                          std::shared_ptr<cluster_members> members) {
   auto& st = self->state;
@@ -71,91 +173,17 @@ registrar_actor::behavior_type registrar(registrar_actor::stateful_pointer<regis
   st.members->workers.resize(static_cast<std::size_t>(st.job.workers));
   st.peers.resize(static_cast<std::size_t>(st.opts.ps_nodes));
   st.peer_known.resize(static_cast<std::size_t>(st.opts.ps_nodes));
-  auto add_peer = [self](std::int32_t index, const std::string& host, std::uint16_t port) {
-    auto& st = self->state;
-    auto i = static_cast<std::size_t>(index);
-    if (st.peer_known[i]) return;
-    st.peer_known[i] = true;
-    if (port != 0 && host.empty()) {
-      st.event("ps " + std::to_string(index) +
-               " listens, but its address is unknown: workers reach it through this node");
-      port = 0;
-    }
-    st.peers[i] = ps_endpoint{port != 0 ? host : std::string{}, port};
-    if (port != 0)
-      st.event("ps " + std::to_string(index) + " takes worker connections at " + host + ":" +
-               std::to_string(port));
-    if (++st.peers_known < st.opts.ps_nodes) return;
-    for (auto& p : st.waiting_peers) p.deliver(st.peers);
-    st.waiting_peers.clear();
-  };
-  auto joined = [self] {
-    auto& st = self->state;
-    if (!st.complete()) return;
-    st.event("all nodes joined: " + st.status());
-    for (auto& p : st.waiting) p.deliver(true);
-    st.waiting.clear();
-  };
   return {
       [self](hello_atom, const std::string& role, const std::string& token, std::uint32_t version,
              const tensor& probe,
-             const std::string& name) -> caf::result<std::int32_t, std::int32_t, tensor> {
-        auto& st = self->state;
-        auto refuse = [&](caf::error err) {
-          st.event("refused " + role + " node '" + name + "': " + describe_error(err));
-          return err;
-        };
-        if (auto err = check_hello(st.opts.token, role, token, version, probe))
-          return refuse(std::move(err));
-        if (role == "ps") {
-          if (st.next_ps >= st.opts.ps_nodes)
-            return refuse(make_error(errc::bad_config, "the cluster already has its " +
-                                                           std::to_string(st.opts.ps_nodes) +
-                                                           " ps nodes ([cluster] ps-nodes)"));
-          auto index = st.next_ps++;
-          st.event("ps node '" + name + "' registered as ps " + std::to_string(index));
-          return {index, static_cast<std::int32_t>(st.opts.ps_nodes), byte_order_probe()};
-        }
-        if (st.next_worker >= st.job.workers)
-          return refuse(make_error(errc::bad_config, "the cluster already has its " +
-                                                         std::to_string(st.job.workers) +
-                                                         " workers ([job] workers)"));
-        auto index = st.next_worker++;
-        st.event("worker node '" + name + "' registered as worker " + std::to_string(index));
-        return {index, static_cast<std::int32_t>(st.job.workers), byte_order_probe()};
+             const std::string& name) { return on_hello(self, role, token, version, probe, name); },
+      [self](join_shard_atom, std::int32_t index, shard_actor h) {
+        join(self, self->state.members->shards, index, std::move(h), self->state.shards_joined);
       },
-      [self, joined](join_shard_atom, std::int32_t index, shard_actor h) {
-        auto& st = self->state;
-        if (index < 0 || index >= st.job.shards || !h) return;
-        auto& slot = st.members->shards[static_cast<std::size_t>(index)];
-        if (slot) return;  // never replace a joined shard (a confused or late node)
-        slot = std::move(h);
-        st.shards_joined += 1;
-        joined();
+      [self](join_worker_atom, std::int32_t index, worker_actor h) {
+        join(self, self->state.members->workers, index, std::move(h), self->state.workers_joined);
       },
-      [self, joined](join_worker_atom, std::int32_t index, worker_actor h) {
-        auto& st = self->state;
-        if (index < 0 || index >= st.job.workers || !h) return;
-        auto& slot = st.members->workers[static_cast<std::size_t>(index)];
-        if (slot) return;
-        slot = std::move(h);
-        st.workers_joined += 1;
-        joined();
-      },
-      // A ps node's peer endpoint. Without a host, the address this node sees the ps node's
-      // connection come from (its own middleman knows it) is what workers dial.
-      [self, add_peer](peer_atom, std::int32_t index, const ps_endpoint& at) {
-        auto& st = self->state;
-        if (index < 0 || index >= st.opts.ps_nodes) return;
-        auto sender = self->current_sender();
-        auto port = at.port;
-        if (port == 0 || !at.host.empty() || !sender) return add_peer(index, at.host, port);
-        self->request(self->home_system().middleman().actor_handle(), std::chrono::seconds(5),
-                      caf::get_atom::value, sender->node())
-            .then([=](const caf::node_id&, const std::string& seen,
-                      std::uint16_t) { add_peer(index, seen, port); },
-                  [=](caf::error&) { add_peer(index, "", port); });
-      },
+      [self](peer_atom, std::int32_t index, const ps_endpoint& at) { on_peer(self, index, at); },
       [self](peers_atom) -> caf::result<std::vector<ps_endpoint>> {
         auto& st = self->state;
         if (st.peers_known == st.opts.ps_nodes) return st.peers;
@@ -168,111 +196,69 @@ registrar_actor::behavior_type registrar(registrar_actor::stateful_pointer<regis
         st.waiting.push_back(self->make_response_promise<bool>());
         return st.waiting.back();
       },
-      // Ends the cluster: every joined actor is told to stop (so remote nodes exit even when the
-      // job never started or failed), waiting callers fail, and the registrar quits.
-      [self](stop_atom) -> std::string {
-        auto& st = self->state;
-        for (auto& s : st.members->shards)
-          if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
-        for (auto& w : st.members->workers)
-          if (w) self->send(w, stop_atom::value);
-        auto stopped = make_error(errc::stopped, "the coordinator node stopped: " + st.status());
-        for (auto& p : st.waiting) p.deliver(stopped);
-        for (auto& p : st.waiting_peers) p.deliver(stopped);
-        st.waiting.clear();
-        st.waiting_peers.clear();
-        auto s = st.status();
-        self->quit();
-        return s;
-      },
+      [self](stop_atom) { return on_stop(self); },
   };
 }
 
 }  // namespace
 
-engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
-                                   std::shared_ptr<const job_data> data,
-                                   const cluster_options& opts, node_hooks hooks) {
-  validate(job);
-  if (opts.ps_nodes < 1 || opts.ps_nodes > job.shards)
-    throw std::invalid_argument(
-        "cluster.ps-nodes must be in [1, job.shards = " + std::to_string(job.shards) + "], got " +
-        std::to_string(opts.ps_nodes));
-  const auto topo = plan_topology(job, placement::cluster);
-  default_blas_threads(1);
-  engine_result fail;
-  auto event = [&](const std::string& s) {
-    if (hooks.on_event) hooks.on_event(s);
-  };
-  validate(opts.chunking);
-  bool chunked = uses_chunking(job, opts);
-  if (chunked)
-    event("shard slices up to " + std::to_string(max_slice_bytes(job)) +
-          " bytes cross nodes in chunks of " + std::to_string(opts.chunking.chunk_bytes) +
-          " bytes, " + std::to_string(opts.chunking.window) + " in flight");
-  auto members = std::make_shared<cluster_members>();
-  auto reg = sys.spawn(registrar, job, opts, hooks.on_event, members);
-  caf::scoped_actor self{sys};
-  auto stop_registrar = [&] {
-    std::string status;
-    self->request(reg, std::chrono::seconds(5), stop_atom::value)
-        .receive([&](std::string& s) { status = std::move(s); }, [&](caf::error&) {});
-    self->wait_for(reg);
-    return status;
-  };
-  const char* bind = opts.host.empty() || opts.host == "0.0.0.0" ? nullptr : opts.host.c_str();
-  auto port = sys.middleman().publish(reg, opts.port, bind, true);
-  if (!port) {
-    stop_registrar();
-    fail.error = "cannot listen on " + opts.host + ":" + std::to_string(opts.port) + ": " +
-                 sys.render(port.error());
-    return fail;
-  }
-  auto unpublish = [&] { sys.middleman().unpublish(reg, *port); };
-  if (hooks.control) hooks.control->on_kill([reg] { caf::anon_send(reg, stop_atom::value); });
-  if (!opts.port_file.empty()) {
-    // Write then rename: a launcher polling the file never reads half a number.
-    auto tmp = opts.port_file + ".tmp";
-    std::ofstream(tmp) << *port << "\n";
-    std::rename(tmp.c_str(), opts.port_file.c_str());
-  }
-  if (hooks.on_listening) hooks.on_listening(*port);
-  bool complete = false;
-  std::string why;
-  self->request(reg, opts.join_timeout, members_atom::value)
-      .receive([&](bool) { complete = true; }, [&](caf::error& e) { why = describe_error(e); });
-  if (!complete) {
-    auto status = stop_registrar();
-    unpublish();
-    fail.error = "the cluster did not form within " + std::to_string(opts.join_timeout.count()) +
-                 " ms (" + why + "): " + status;
-    return fail;
-  }
-  coordinator_config cc;
-  cc.job = job;
-  cc.data = std::move(data);
-  cc.ranges = job_ranges(job);
-  // With chunking, members->shards are the ps nodes' gateways; this node reaches them through
+namespace {
+
+/// What the coordinator node puts between the cluster's members and its coordinator: proxies for
+/// remote shards (chunked slices), barriers (sync, ssp) and their gateways. `owned` lists what
+/// this node spawned and must stop itself when the job fails.
+struct job_fronts {
+  std::vector<shard_actor> shards;  ///< what this node reaches the shards through
+  std::vector<shard_actor> fronts;  ///< what workers talk to
+  std::vector<shard_actor> owned;   ///< barriers, gateways and proxies spawned here
+};
+
+job_fronts wire_fronts(caf::actor_system& sys, const job_spec& job, const topology& topo,
+                       const cluster_members& members, const cluster_options& opts, bool chunked) {
+  job_fronts out;
+  // With chunking, members.shards are the ps nodes' gateways; this node reaches them through
   // proxies (its evaluation pulls and its barriers' pushes are as large as the workers').
-  cc.shards = chunked ? proxy_remote_shards(sys, members->shards, slice_sizes(job), opts.chunking)
-                      : members->shards;
+  out.shards = chunked ? proxy_remote_shards(sys, members.shards, slice_sizes(job), opts.chunking)
+                       : members.shards;
+  if (chunked) out.owned = out.shards;
   // async: workers talk to the remote shards (or their gateways) directly. sync and ssp: one
   // barrier per shard on this node, in front of the remote shard (it monitors it and requests it
   // with timeouts); the coordinator's leave messages and stats requests to the barriers stay
   // local. Workers on other nodes reach a barrier through a gateway when slices are chunked.
   if (!topo.barriers) {
-    cc.fronts = members->shards;
-  } else {
-    cc.fronts = make_fronts(sys, job, topo, cc.shards);
-    if (chunked) {
-      auto sizes = slice_sizes(job);
-      for (std::size_t s = 0; s < cc.fronts.size(); ++s)
-        cc.fronts[s] = sys.spawn(shard_gateway, cc.fronts[s], sizes[s], opts.chunking);
-    }
+    out.fronts = members.shards;
+    return out;
   }
-  auto fronts = cc.fronts;
-  auto proxies = chunked ? cc.shards : std::vector<shard_actor>{};
-  cc.workers = members->workers;
+  out.fronts = make_fronts(sys, job, topo, out.shards);
+  if (chunked) {
+    auto sizes = slice_sizes(job);
+    for (std::size_t s = 0; s < out.fronts.size(); ++s)
+      out.fronts[s] = sys.spawn(shard_gateway, out.fronts[s], sizes[s], opts.chunking);
+  }
+  out.owned.insert(out.owned.end(), out.fronts.begin(), out.fronts.end());
+  return out;
+}
+
+/// Write then rename: a launcher polling the file never reads half a number.
+void write_port_file(const std::string& path, std::uint16_t port) {
+  auto tmp = path + ".tmp";
+  std::ofstream(tmp) << port << "\n";
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+/// Runs the coordinator on the joined members and returns its result (or why it stopped).
+engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const job_spec& job,
+                        std::shared_ptr<const job_data> data, const topology& topo,
+                        const cluster_members& members, const cluster_options& opts,
+                        node_hooks& hooks) {
+  auto w = wire_fronts(sys, job, topo, members, opts, uses_chunking(job, opts));
+  coordinator_config cc;
+  cc.job = job;
+  cc.data = std::move(data);
+  cc.ranges = job_ranges(job);
+  cc.shards = w.shards;
+  cc.fronts = w.fronts;
+  cc.workers = members.workers;
   cc.hooks = std::move(hooks.engine);
   auto coord = sys.spawn(coordinator, std::move(cc));
   if (hooks.control) hooks.control->add(caf::actor_cast<caf::actor>(coord));
@@ -286,13 +272,64 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
                 });
   self->wait_for(coord);
   // The coordinator stops the barriers when it finishes, but not when it fails (a shard went
-  // down): a barrier left alive would hang this node's actor system at exit.
-  if (topo.barriers)
-    for (auto& f : fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
-  for (auto& p : proxies) self->send_exit(p, caf::exit_reason::user_shutdown);
+  // down): an actor left alive would hang this node's actor system at exit.
+  for (auto& a : w.owned) self->send_exit(a, caf::exit_reason::user_shutdown);
   result.ok = result.ok && result.error.empty();
-  stop_registrar();
-  unpublish();
+  return result;
+}
+
+}  // namespace
+
+engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
+                                   std::shared_ptr<const job_data> data,
+                                   const cluster_options& opts, node_hooks hooks) {
+  validate(job);
+  if (opts.ps_nodes < 1 || opts.ps_nodes > job.shards)
+    throw std::invalid_argument(
+        "cluster.ps-nodes must be in [1, job.shards = " + std::to_string(job.shards) + "], got " +
+        std::to_string(opts.ps_nodes));
+  const auto topo = plan_topology(job, placement::cluster);
+  validate(opts.chunking);
+  default_blas_threads(1);
+  if (uses_chunking(job, opts) && hooks.on_event)
+    hooks.on_event("shard slices up to " + std::to_string(max_slice_bytes(job)) +
+                   " bytes cross nodes in chunks of " + std::to_string(opts.chunking.chunk_bytes) +
+                   " bytes, " + std::to_string(opts.chunking.window) + " in flight");
+  auto members = std::make_shared<cluster_members>();
+  auto reg = sys.spawn(registrar, job, opts, hooks.on_event, members);
+  caf::scoped_actor self{sys};
+  auto stop_registrar = [&] {
+    std::string status;
+    self->request(reg, std::chrono::seconds(5), stop_atom::value)
+        .receive([&](std::string& s) { status = std::move(s); }, [&](caf::error&) {});
+    self->wait_for(reg);
+    return status;
+  };
+  engine_result fail;
+  const char* bind = opts.host.empty() || opts.host == "0.0.0.0" ? nullptr : opts.host.c_str();
+  auto port = sys.middleman().publish(reg, opts.port, bind, true);
+  if (!port) {
+    stop_registrar();
+    fail.error = "cannot listen on " + opts.host + ":" + std::to_string(opts.port) + ": " +
+                 sys.render(port.error());
+    return fail;
+  }
+  if (hooks.control) hooks.control->on_kill([reg] { caf::anon_send(reg, stop_atom::value); });
+  if (!opts.port_file.empty()) write_port_file(opts.port_file, *port);
+  if (hooks.on_listening) hooks.on_listening(*port);
+  std::string why;
+  bool complete = false;
+  self->request(reg, opts.join_timeout, members_atom::value)
+      .receive([&](bool) { complete = true; }, [&](caf::error& e) { why = describe_error(e); });
+  engine_result result;
+  if (complete) {
+    result = drive_job(sys, self, job, std::move(data), topo, *members, opts, hooks);
+    stop_registrar();
+  } else {
+    result.error = "the cluster did not form within " + std::to_string(opts.join_timeout.count()) +
+                   " ms (" + why + "): " + stop_registrar();
+  }
+  sys.middleman().unpublish(reg, *port);
   return result;
 }
 
