@@ -130,13 +130,9 @@ bool went_down(caf::scoped_actor& self, caf::error* why) {
   return down;
 }
 
-// The watchdog runs on the actor system's clock: on the test coordinator the test moves time,
-// nothing sleeps. A worker whose shard holds its push fails after two silent periods (the first
-// tick notes the answer count, the second finds it unchanged), naming the timeout.
-TEST(worker_test, the_watchdog_fails_a_worker_whose_shards_stop_answering) {
-  testing::deterministic_system ds;
-  caf::scoped_actor self{*ds.sys};
-  auto fake = ds.sys->spawn(holding_shard, std::size_t{3});
+/// Spawns a worker with a 1 s watchdog against `fake`, monitored by self, and assigns it 40 rows.
+void start_watched_worker(testing::deterministic_system& ds, caf::scoped_actor& self,
+                          const shard_actor& fake) {
   worker_actor w = ds.sys->spawn(worker, watched_worker(small_data(), std::chrono::seconds(1)));
   self->monitor(w);
   worker_assignment a;
@@ -144,6 +140,16 @@ TEST(worker_test, the_watchdog_fails_a_worker_whose_shards_stop_answering) {
   a.ranges = {shard_range_t{0, 3}};
   a.rows = {shard_range_t{0, 40}};
   self->send(w, assign_atom::value, a);
+}
+
+// The watchdog runs on the actor system's clock: on the test coordinator the test moves time,
+// nothing sleeps. A worker whose shard holds its push fails after two silent periods (the first
+// tick notes the answer count, the second finds it unchanged), naming the timeout.
+TEST(worker_test, the_watchdog_fails_a_worker_whose_shards_stop_answering) {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  auto fake = ds.sys->spawn(holding_shard, std::size_t{3});
+  start_watched_worker(ds, self, fake);
   ds.run();  // one push in flight, held
   caf::error why;
   ds.sched->advance_time(std::chrono::milliseconds(999));
@@ -166,13 +172,7 @@ TEST(worker_test, an_answer_between_ticks_keeps_the_worker_alive) {
   testing::deterministic_system ds;
   caf::scoped_actor self{*ds.sys};
   auto fake = ds.sys->spawn(holding_shard, std::size_t{3});
-  worker_actor w = ds.sys->spawn(worker, watched_worker(small_data(), std::chrono::seconds(1)));
-  self->monitor(w);
-  worker_assignment a;
-  a.shards = {fake};
-  a.ranges = {shard_range_t{0, 3}};
-  a.rows = {shard_range_t{0, 40}};
-  self->send(w, assign_atom::value, a);
+  start_watched_worker(ds, self, fake);
   ds.run();
   caf::error why;
   ds.sched->advance_time(std::chrono::seconds(1));  // tick 1
