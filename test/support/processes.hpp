@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +13,6 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -99,27 +99,40 @@ struct process_group {
   }
 
   /// Reaps every child, bounded; returns false (and names the ones left) if one was still
-  /// running at the deadline.
+  /// running at the deadline. Waits on the exits themselves: poll() on a pidfd per child (it
+  /// becomes readable when the process ends), draining output meanwhile.
   bool reap_all(std::chrono::seconds bound) {
     auto deadline = std::chrono::steady_clock::now() + bound;
     for (;;) {
-      bool all = true;
+      std::vector<pollfd> fds;
       for (auto& k : kids) {
         if (k.reaped) continue;
         drain(k);
-        if (::waitpid(k.pid, &k.status, WNOHANG) == k.pid)
+        if (::waitpid(k.pid, &k.status, WNOHANG) == k.pid) {
           k.reaped = true;
-        else
-          all = false;
+          continue;
+        }
+        int pfd = static_cast<int>(::syscall(SYS_pidfd_open, k.pid, 0));
+        if (pfd >= 0) fds.push_back(pollfd{pfd, POLLIN, 0});
       }
-      if (all) return true;
-      if (std::chrono::steady_clock::now() > deadline) {
-        for (auto& k : kids)
-          if (!k.reaped) ADD_FAILURE() << "still running: pid " << k.pid << ":\n" << k.text;
-        return false;
+      if (std::all_of(kids.begin(), kids.end(), [](const child& k) { return k.reaped; }))
+        return true;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() > 0 && !fds.empty())
+        ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+      for (auto& f : fds) ::close(f.fd);
+      if (std::chrono::steady_clock::now() > deadline || fds.empty()) {
+        bool all = true;
+        for (auto& k : kids) {
+          if (!k.reaped && ::waitpid(k.pid, &k.status, WNOHANG) == k.pid) k.reaped = true;
+          if (!k.reaped) {
+            all = false;
+            ADD_FAILURE() << "still running: pid " << k.pid << ":\n" << k.text;
+          }
+        }
+        return all;
       }
-      // polling child exit; bounded by the deadline
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
 };
