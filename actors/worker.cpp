@@ -212,11 +212,30 @@ void add_work(self_ptr self, const worker_assignment& a) {
   }
 }
 
-/// Fails the worker when it waits for shards and none answered since the previous tick.
-void arm_watchdog(self_ptr self) {
-  self->delayed_send(self, self->state.cfg.timeout, watchdog_atom::value);
+/// Sends `watchdog` to the worker every `period` for as long as the worker lives. A separate,
+/// scheduled actor holding only the worker's address: a delayed message to the worker itself
+/// would keep two strong references to it in the clock until the clock fires or shuts down, and
+/// a detached actor that is never destroyed blocks its actor system's destructor.
+caf::behavior watchdog_ticker(caf::event_based_actor* self, caf::actor_addr worker,
+                              caf::timespan period) {
+  // The ticker stops when the worker does, whatever the reason.
+  if (auto w = caf::actor_cast<caf::actor>(worker)) self->monitor(w);
+  self->set_down_handler([self](const caf::down_msg&) { self->quit(); });
+  self->delayed_send(self, period, watchdog_atom::value);
+  return {
+      [=](watchdog_atom) {
+        if (auto w = caf::actor_cast<caf::actor>(worker)) self->send(w, watchdog_atom::value);
+        self->delayed_send(self, period, watchdog_atom::value);
+      },
+  };
 }
 
+void arm_watchdog(self_ptr self) {
+  self->home_system().spawn(watchdog_ticker, self->address(),
+                            caf::timespan{self->state.cfg.timeout});
+}
+
+/// Fails the worker when it waits for shards and none answered since the previous tick.
 void on_watchdog(self_ptr self) {
   auto& st = self->state;
   if (st.stopped) return;
@@ -229,7 +248,6 @@ void on_watchdog(self_ptr self) {
     return;
   }
   st.answers_at_tick = st.answers;
-  arm_watchdog(self);
 }
 
 }  // namespace
