@@ -136,6 +136,9 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
       ss.dropped_stale = fs.dropped_stale;
       ss.dropped_late = fs.dropped_late;
       ss.mailbox_depth = fs.mailbox;
+      ss.mean_staleness = fs.mean_staleness;
+      ss.momentum = fs.momentum;
+      ss.uncompensated = fs.uncompensated;
       s.dropped_late += fs.dropped_late;
       for (std::size_t k = 0; k < fs.staleness_histogram.size(); ++k)
         if (fs.staleness_histogram[k] > 0)

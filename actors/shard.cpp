@@ -17,6 +17,7 @@ weights current(shard_state& st) {
     auto buf = st.old_snapshots.take(st.values.size());
     std::copy(st.values.begin(), st.values.end(), buf.begin());
     st.snapshot = tensor(std::move(buf));
+    st.rule.handed_out(st.version, st.snapshot);
   }
   return {st.index, st.version, st.snapshot};
 }
@@ -47,8 +48,12 @@ caf::expected<push_ack> apply_push(shard_state& st, const gradient& g) {
     st.stats.dropped_stale += 1;
     return push_ack{st.version, staleness, false};
   }
+  st.rule.observe(staleness);
+  factor *= st.rule.step_factor();
+  if (auto mu = st.opt->momentum(); mu > 0.f) st.opt->set_momentum(st.rule.momentum_for(mu));
+  auto grad = st.rule.compensate(st.values, g.values.values(), g.base_version, staleness);
   auto lr = scheduled_lr(st.optim, st.opt->steps()) * factor;
-  st.opt->step(span<float>(st.values), g.values.values(), lr);
+  st.opt->step(span<float>(st.values), grad, lr);
   st.version += 1;
   st.old_snapshots.keep(std::move(st.snapshot));
   st.snapshot = tensor();
@@ -63,6 +68,10 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
   st.optim = cfg.optim;
   st.staleness = cfg.staleness;
   st.opt = make_optimizer(cfg.optim, st.values.size());
+  st.rule = staleness_rule(cfg.staleness, st.values.size());
+  // Kept weights hold snapshots: a pool as deep as the history recycles them once dropped.
+  if (cfg.staleness.delay_compensation > 0.f)
+    st.old_snapshots = tensor_pool(static_cast<std::size_t>(cfg.staleness.history) + 4);
   st.stats.shard = cfg.index;
   st.stats.staleness_histogram.assign(cfg.histogram_bins, 0);
   return {
@@ -85,6 +94,10 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
         auto s = self->state.stats;
         s.version = self->state.version;
         s.mailbox = static_cast<std::int64_t>(self->mailbox().size());
+        auto& st = self->state;
+        s.mean_staleness = st.rule.mean_staleness();
+        s.momentum = st.rule.momentum_for(st.opt->momentum());
+        s.uncompensated = st.rule.uncompensated();
         return s;
       },
       [self](checkpoint_atom) -> shard_checkpoint {
@@ -106,6 +119,7 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
         }
         st.values = c.values;
         st.version = c.version;
+        st.rule.forget_weights();
         st.old_snapshots.keep(std::move(st.snapshot));
         st.snapshot = tensor();
         return st.version;

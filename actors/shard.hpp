@@ -7,6 +7,8 @@
 #include <actrain/optim.hpp>
 #include <actrain/protocol.hpp>
 
+#include "optim/staleness_rule.hpp"
+
 namespace actrain {
 
 /// Owns one contiguous slice of the model and its optimizer state, and applies every push as it
@@ -21,6 +23,7 @@ struct shard_state {
   std::unique_ptr<optimizer> opt;
   optim_spec optim;
   staleness_policy staleness;
+  staleness_rule rule;  ///< momentum correction and delay compensation (staleness_policy)
   std::int64_t version = 0;
   shard_stats stats;
 };

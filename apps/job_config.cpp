@@ -52,8 +52,12 @@ app_config::app_config() {
       .add<int64_t>("total-steps", "cosine schedule: updates from lr to min-lr")
       .add<double>("min-lr", "cosine schedule: final learning rate");
   opt_group{custom_options_, "staleness"}
-      .add<str>("policy", "none | inverse | drop")
-      .add<int64_t>("max", "drop: staleness bound; inverse: 0 = unbounded");
+      .add<str>("policy", "sqrt (default) | none | inverse | drop")
+      .add<int64_t>("max", "drop: staleness bound; inverse: 0 = unbounded")
+      .add<str>("momentum",
+                "corrected (default: lower momentum by what asynchrony adds) | explicit")
+      .add<double>("delay-compensation", "DC-ASGD-a strength (0 = off)")
+      .add<int64_t>("history", "weight versions a shard keeps for delay compensation");
   opt_group{custom_options_, "data"}
       .add<str>("kind", "fashion_mnist | synthetic_linear | csv")
       .add<str>("path", "data directory or file (\"\" = Debian's Fashion-MNIST)")
@@ -254,6 +258,10 @@ job_spec job_from_config(const app_config& cfg) {
   j.optim.min_lr = static_cast<float>(f64("optim.min-lr", j.optim.min_lr));
   j.staleness.kind = str("staleness.policy", j.staleness.kind);
   j.staleness.max_staleness = i64("staleness.max", j.staleness.max_staleness);
+  j.staleness.momentum = str("staleness.momentum", j.staleness.momentum);
+  j.staleness.delay_compensation =
+      static_cast<float>(f64("staleness.delay-compensation", j.staleness.delay_compensation));
+  j.staleness.history = i64("staleness.history", j.staleness.history);
   j.data.kind = str("data.kind", j.data.kind);
   j.data.path = str("data.path", j.data.path);
   j.data.test_path = str("data.test-path", j.data.test_path);

@@ -213,9 +213,11 @@ std::string run_summary(const run_snapshot& s) {
     for (const auto& x : s.shards)
       rows.push_back({x.name, x.node, std::to_string(x.version), std::to_string(x.pushes),
                       std::to_string(x.pulls), std::to_string(x.rejected),
-                      std::to_string(x.dropped_stale + x.dropped_late)});
-    out += '\n' + summary_table(
-                      {"shard", "node", "version", "pushes", "pulls", "rejected", "dropped"}, rows);
+                      std::to_string(x.dropped_stale + x.dropped_late), fixed(x.mean_staleness, 2),
+                      fixed(x.momentum, 3)});
+    out += '\n' + summary_table({"shard", "node", "version", "pushes", "pulls", "rejected",
+                                 "dropped", "staleness", "momentum"},
+                                rows);
   }
   return out;
 }

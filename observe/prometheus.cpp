@@ -159,6 +159,15 @@ std::string prometheus_text(const run_snapshot& s) {
   per_shard("actrain_shard_dropped_stale_total", "counter",
             "Pushes dropped by the staleness policy.",
             [](const shard_status& x) { return d(x.dropped_stale); });
+  per_shard("actrain_shard_mean_staleness", "gauge",
+            "Running mean staleness of the pushes the shard applied.",
+            [](const shard_status& x) { return x.mean_staleness; });
+  per_shard("actrain_shard_momentum", "gauge",
+            "Momentum coefficient the shard's rule uses after the staleness correction.",
+            [](const shard_status& x) { return x.momentum; });
+  per_shard("actrain_shard_uncompensated_total", "counter",
+            "Stale pushes applied without delay compensation (their weights were no longer kept).",
+            [](const shard_status& x) { return d(x.uncompensated); });
   per_shard("actrain_shard_dropped_late_total", "counter",
             "Late slices dropped by the barrier in front of the shard.",
             [](const shard_status& x) { return d(x.dropped_late); });

@@ -55,7 +55,10 @@ nlohmann::json status_json(const run_snapshot& s) {
                       {"rejected", x.rejected},
                       {"dropped_stale", x.dropped_stale},
                       {"dropped_late", x.dropped_late},
-                      {"mailbox_depth", x.mailbox_depth}});
+                      {"mailbox_depth", x.mailbox_depth},
+                      {"mean_staleness", x.mean_staleness},
+                      {"momentum", x.momentum},
+                      {"uncompensated", x.uncompensated}});
   j["shards"] = std::move(shards);
 
   json nodes = json::array();

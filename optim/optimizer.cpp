@@ -1,6 +1,7 @@
 // The update rules. Each optimizer keeps its per-parameter state in slots_ (owned by the base
 // class so state()/restore() work for every kind); arithmetic is element-wise in float, with
 // Adam's bias corrections in double because beta^t underflows float precision late in training.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -61,10 +62,12 @@ class sgd final : public slot_optimizer {
 
 /// v = mu * v + g; w -= lr * v (heavy ball), or w -= lr * (g + mu * v) (Nesterov, the form
 /// PyTorch uses). Slot 0 is v.
-class momentum final : public slot_optimizer {
+class heavy_ball final : public slot_optimizer {
  public:
-  momentum(std::size_t n, float mu, float wd, bool nesterov)
-      : slot_optimizer(n, 1), mu_(mu), wd_(wd), nesterov_(nesterov) {}
+  heavy_ball(std::size_t n, float mu, float wd, bool nesterov)
+      : slot_optimizer(n, 1), configured_(mu), mu_(mu), wd_(wd), nesterov_(nesterov) {}
+  float momentum() const override { return configured_; }
+  void set_momentum(float mu) override { mu_ = std::min(std::max(mu, 0.f), configured_); }
   void step(span<float> w, span<const float> g, float lr) override {
     check_sizes(n_, w, g);
     float* v = slots_[0].data();
@@ -77,7 +80,7 @@ class momentum final : public slot_optimizer {
   }
 
  private:
-  float mu_, wd_;
+  float configured_, mu_, wd_;
   bool nesterov_;
 };
 
@@ -105,7 +108,9 @@ class adagrad final : public slot_optimizer {
 class adam final : public slot_optimizer {
  public:
   adam(std::size_t n, float b1, float b2, float eps, float wd)
-      : slot_optimizer(n, 2), b1_(b1), b2_(b2), eps_(eps), wd_(wd) {}
+      : slot_optimizer(n, 2), configured_b1_(b1), b1_(b1), b2_(b2), eps_(eps), wd_(wd) {}
+  float momentum() const override { return configured_b1_; }
+  void set_momentum(float b1) override { b1_ = std::min(std::max(b1, 0.f), configured_b1_); }
   void step(span<float> w, span<const float> g, float lr) override {
     check_sizes(n_, w, g);
     // Restrict-qualified locals: the slots never alias w or g, and telling the compiler so lets
@@ -130,7 +135,7 @@ class adam final : public slot_optimizer {
   }
 
  private:
-  float b1_, b2_, eps_, wd_;
+  float configured_b1_, b1_, b2_, eps_, wd_;
 };
 
 named_registry<optimizer_factory>& the_registry() {
@@ -177,8 +182,8 @@ std::unique_ptr<optimizer> make_optimizer(const optim_spec& spec, std::size_t n)
   }
   const float wd = spec.weight_decay;
   if (spec.kind == "sgd") return std::make_unique<sgd>(n, wd);
-  if (spec.kind == "momentum") return std::make_unique<momentum>(n, spec.momentum, wd, false);
-  if (spec.kind == "nesterov") return std::make_unique<momentum>(n, spec.momentum, wd, true);
+  if (spec.kind == "momentum") return std::make_unique<heavy_ball>(n, spec.momentum, wd, false);
+  if (spec.kind == "nesterov") return std::make_unique<heavy_ball>(n, spec.momentum, wd, true);
   if (spec.kind == "adagrad") return std::make_unique<adagrad>(n, spec.eps, wd);
   return std::make_unique<adam>(n, spec.beta1, spec.beta2, spec.eps, wd);  // validated: "adam"
 }

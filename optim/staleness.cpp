@@ -1,5 +1,6 @@
 // Staleness policies: how much of a late gradient a shard applies.
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -14,13 +15,29 @@ float staleness_policy::factor(std::int64_t staleness) const {
     if (max_staleness > 0 && staleness > max_staleness) return 0.f;
     return 1.f / static_cast<float>(1 + staleness);
   }
-  return 1.f;  // "none"
+  return 1.f;  // "none", and "sqrt" (which scales by the mean staleness: staleness_rule)
+}
+
+float staleness_policy::corrected_momentum(float configured, double mean_staleness) const {
+  if (momentum != "corrected" || mean_staleness <= 0) return configured;
+  auto implicit = mean_staleness / (1.0 + mean_staleness);
+  return static_cast<float>(std::max(0.0, static_cast<double>(configured) - implicit));
 }
 
 void validate(const staleness_policy& p) {
-  if (p.kind != "none" && p.kind != "inverse" && p.kind != "drop")
+  if (p.kind != "sqrt" && p.kind != "none" && p.kind != "inverse" && p.kind != "drop")
     throw std::invalid_argument("staleness_policy.kind: unknown policy '" + p.kind +
-                                "' (expected none, inverse, drop)");
+                                "' (expected sqrt, none, inverse, drop)");
+  if (p.momentum != "corrected" && p.momentum != "explicit")
+    throw std::invalid_argument("staleness_policy.momentum: unknown choice '" + p.momentum +
+                                "' (expected corrected, explicit)");
+  if (!(p.delay_compensation >= 0.f) || !std::isfinite(p.delay_compensation))
+    throw std::invalid_argument(
+        "staleness_policy.delay_compensation: must be a finite value >= 0, got " +
+        std::to_string(p.delay_compensation));
+  if (p.history < 1 || p.history > 1024)
+    throw std::invalid_argument("staleness_policy.history: must be in [1, 1024], got " +
+                                std::to_string(p.history));
   if (p.max_staleness < 0)
     throw std::invalid_argument("staleness_policy.max_staleness: must be >= 0, got " +
                                 std::to_string(p.max_staleness));

@@ -57,6 +57,13 @@ class optimizer {
   /// Restores a state taken from an optimizer of the same kind and size; throws
   /// std::invalid_argument if the slot count or sizes differ.
   virtual void restore(const state_t& s) = 0;
+
+  /// The rule's momentum coefficient as configured (heavy ball's mu, Adam's beta1), or 0 for a
+  /// rule without one. A shard lowers it by the momentum that asynchrony adds
+  /// (staleness_policy::momentum); rules that return 0 are never adjusted.
+  virtual float momentum() const { return 0.f; }
+  /// The coefficient the next steps use, in [0, momentum()]; ignored by rules without one.
+  virtual void set_momentum(float) {}
 };
 
 /// A base for rules whose state is `slot_count` float vectors of the slice's size (all built-in
@@ -109,14 +116,36 @@ float scheduled_lr(const optim_spec& spec, std::int64_t step);
 /// smaller). Returns the norm before clipping.
 double clip_by_norm(span<float> g, double max_norm);
 
-/// How a shard treats a gradient computed from stale weights.
+/// How a shard treats a gradient computed from stale weights: "staleness" is the number of
+/// updates the shard applied since the weights the gradient was computed from. The three parts
+/// compose with each other and with every optimizer.
 struct staleness_policy {
-  std::string kind = "none";  ///< "none", "inverse" (lr / (1 + staleness)), "drop" (beyond max)
+  /// How much of a stale gradient's step is taken: "sqrt" (lr / sqrt(max(1, s)), s being the
+  /// shard's running mean staleness: the steps shrink as more workers share the model, and a
+  /// single worker, 1 update stale from its prefetched pull, keeps its full rate), "none" (all
+  /// of it), "inverse" (lr / (1 + staleness) of each push, Zhang et al. 2016), "drop" (none
+  /// beyond max_staleness). The default is measured in docs/benchmarks.md (staleness study).
+  std::string kind = "sqrt";
   std::int64_t max_staleness =
       0;  ///< "drop": reject gradients staler than this; "inverse": 0 = no bound
+  /// "corrected": a rule with a momentum term (momentum, nesterov, Adam's beta1, or a registered
+  /// rule that exposes one) runs with mu - s / (1 + s) (at least 0), s being the mean staleness
+  /// of the shard's recent pushes: asynchrony adds about that much momentum of its own
+  /// (Mitliagkas et al. 2016), and the two together overshoot. "explicit": mu as configured.
+  std::string momentum = "corrected";
+  /// Delay compensation (DC-ASGD-a, Zheng et al. 2017): the gradient g computed at weights w_b
+  /// is applied as g + dc * g * g / sqrt(ms) * (w - w_b), a first-order correction towards the
+  /// current weights w, ms being a running mean of g * g (decay 0.95). 0 turns it off.
+  float delay_compensation = 2.f;
+  /// Weight versions a shard keeps for delay compensation (the weights pending gradients were
+  /// computed from, shared with the pulls that handed them out); a gradient whose weights are
+  /// older is applied uncompensated and counted.
+  std::int64_t history = 16;
   /// Factor to multiply the learning rate by for a gradient `staleness` versions old;
   /// returns 0 when the gradient must be dropped.
   float factor(std::int64_t staleness) const;
+  /// The momentum coefficient to use for `configured` when pushes are `mean_staleness` stale.
+  float corrected_momentum(float configured, double mean_staleness) const;
 };
 void validate(const staleness_policy& p);
 

@@ -96,6 +96,9 @@ struct shard_stats {
   std::int64_t dropped_late = 0;                  ///< barrier: slices for an already finished step
   std::int64_t mailbox = 0;                       ///< messages waiting when the stats were taken
   std::vector<std::int64_t> staleness_histogram;  ///< index = staleness (last bin: >= size-1)
+  double mean_staleness = 0;                      ///< running mean of applied pushes' staleness
+  double momentum = 0;             ///< momentum coefficient in use (0: the rule has none)
+  std::int64_t uncompensated = 0;  ///< stale pushes applied without delay compensation
   /// Barrier only: the step it is holding back, for how long, and for which workers' slices
   /// (waiting_step = -1 when nothing is waiting). Feeds the coordinator's stall diagnosis.
   std::int64_t waiting_step = -1;
@@ -193,8 +196,8 @@ typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.version, x.pushes, x.pulls, x.rejected,
-           x.dropped_stale, x.dropped_late, x.mailbox, x.staleness_histogram, x.waiting_step,
-           x.waiting_s, x.waiting_for);
+           x.dropped_stale, x.dropped_late, x.mailbox, x.staleness_histogram, x.mean_staleness,
+           x.momentum, x.uncompensated, x.waiting_step, x.waiting_s, x.waiting_for);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, progress_report& x) {

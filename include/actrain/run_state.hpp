@@ -39,6 +39,9 @@ struct shard_status {
   std::int64_t dropped_stale = 0;  ///< pushes dropped by the staleness policy
   std::int64_t dropped_late = 0;   ///< sync: late slices dropped by the barrier
   std::int64_t mailbox_depth = 0;  ///< messages waiting in its mailbox
+  double mean_staleness = 0;       ///< running mean staleness of its applied pushes
+  double momentum = 0;             ///< momentum in use after the staleness correction
+  std::int64_t uncompensated = 0;  ///< stale pushes its delay compensation could not correct
 };
 
 /// Bytes a node moved over the network (BASP), totals since start.

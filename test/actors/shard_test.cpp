@@ -161,6 +161,57 @@ TEST_F(shard_test, staleness_policy_scales_or_drops) {
   EXPECT_FLOAT_EQ(w.values[0], -1.f);
 }
 
+TEST_F(shard_test, a_stale_push_is_corrected_by_momentum_and_delay_compensation) {
+  optim_spec o;
+  o.kind = "momentum";
+  o.lr = 0.1f;
+  o.momentum = 0.9f;
+  auto s = make({1.f}, o);  // the default policy: sqrt steps, corrected momentum, dc 2
+  auto w0 = pull(s);        // version 0 handed out: w = 1
+  ASSERT_TRUE(push(s, grad({1.f}, w0.version)));  // fresh: v = 1, w = 0.9; ms = 0.05
+  auto ack = push(s, grad({2.f}, w0.version));    // also from w = 1, one update late
+  ASSERT_TRUE(ack);
+  EXPECT_EQ(ack->staleness, 1);
+  // mean staleness 0.5: momentum 0.9 - 0.5 / 1.5, step factor 1 (the mean is below 1);
+  // ms = 0.95 * 0.05 + 0.05 * 4; g' = 2 + 2 * 4 / sqrt(ms) * (0.9 - 1).
+  double mu = 0.9 - 0.5 / 1.5;
+  double ms = 0.95 * 0.05 + 0.05 * 4;
+  double gc = 2 + 2 * 4 / std::sqrt(ms) * (0.9 - 1);
+  EXPECT_NEAR(pull(s).values[0], 0.9 - 0.1 * (mu * 1 + gc), 1e-6);  // 0.804139
+  self->send(s, stats_atom::value);
+  ds.run();
+  self->receive([&](shard_stats& st) {
+    EXPECT_DOUBLE_EQ(st.mean_staleness, 0.5);
+    EXPECT_NEAR(st.momentum, mu, 1e-6);
+    EXPECT_EQ(st.uncompensated, 0);
+  });
+
+  // The same pushes with every correction off: v = 0.9 * 1 + 2, w = 0.9 - 0.29.
+  staleness_policy off;
+  off.kind = "none";
+  off.momentum = "explicit";
+  off.delay_compensation = 0.f;
+  auto plain = make({1.f}, o, off);
+  auto p0 = pull(plain);
+  ASSERT_TRUE(push(plain, grad({1.f}, p0.version)));
+  ASSERT_TRUE(push(plain, grad({2.f}, p0.version)));
+  EXPECT_NEAR(pull(plain).values[0], 0.61, 1e-6);
+}
+
+TEST_F(shard_test, sqrt_policy_shrinks_steps_as_the_mean_staleness_grows) {
+  optim_spec o;
+  o.lr = 1.f;  // sgd: nothing to correct but the step
+  staleness_policy p;
+  p.delay_compensation = 0.f;
+  auto s = make({0.f}, o, p);
+  ASSERT_TRUE(push(s, grad({1.f}, 0)));  // staleness 0: w = -1
+  ASSERT_TRUE(push(s, grad({1.f}, 0)));  // 1: mean 0.5, full step: w = -2
+  ASSERT_TRUE(push(s, grad({1.f}, 0)));  // 2: mean 1, full step: w = -3
+  ASSERT_TRUE(push(s, grad({1.f}, 0)));  // 3: mean 1.5: w = -3 - 1 / sqrt(1.5)
+  ASSERT_TRUE(push(s, grad({1.f}, 0)));  // 4: mean 2
+  EXPECT_NEAR(pull(s).values[0], -3 - 1 / std::sqrt(1.5) - 1 / std::sqrt(2.0), 1e-6);
+}
+
 TEST_F(shard_test, pulls_between_pushes_share_one_snapshot) {
   optim_spec o;
   auto s = make({1.f, 2.f}, o);

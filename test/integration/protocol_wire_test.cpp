@@ -140,8 +140,11 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
   EXPECT_EQ(ack.version, 12);
   EXPECT_EQ(ack.staleness, 3);
   EXPECT_FALSE(ack.applied);
-  shard_stats s{1, 2, 3, 4, 5, 6, 7, 8, {9, 10, 11}, 12, 1.5, {0, 2}};
+  shard_stats s{1, 2, 3, 4, 5, 6, 7, 8, {9, 10, 11}, 6.25, 0.125, 13, 12, 1.5, {0, 2}};
   auto s2 = round_trip<shard_stats>(s);
+  EXPECT_DOUBLE_EQ(s2.mean_staleness, 6.25);
+  EXPECT_DOUBLE_EQ(s2.momentum, 0.125);
+  EXPECT_EQ(s2.uncompensated, 13);
   EXPECT_EQ(s2.waiting_step, 12);
   EXPECT_DOUBLE_EQ(s2.waiting_s, 1.5);
   EXPECT_EQ(s2.waiting_for, (std::vector<std::int32_t>{0, 2}));

@@ -70,6 +70,7 @@ TEST(Clip, AccumulatesInDouble) {
 
 TEST(Staleness, Factors) {
   staleness_policy none;
+  none.kind = "none";
   EXPECT_FLOAT_EQ(none.factor(0), 1);
   EXPECT_FLOAT_EQ(none.factor(1000), 1);
 
