@@ -62,29 +62,16 @@ double steady_rate(const std::vector<std::pair<double, double>>& ticks, double t
   return (a >= 0 && b > a) ? 0.5 * total / (b - a) : 0;
 }
 
-/// How async and ssp runs adapt the study's optimizer to stale gradients.
-struct stale_tuning {
-  std::string staleness = "none";  ///< staleness policy ("none", "inverse")
-  float beta1 = 0.0f;              ///< Adam's beta1 (the job's own is 0.9)
-  float lr_scale = 0.7f;           ///< times the job's lr
-};
-
 run_t train_once(caf::actor_system& sys, job_spec job, const std::shared_ptr<job_data>& data,
-                 const mode_t& m, int workers, double straggler_delay, const stale_tuning& stale) {
+                 const mode_t& m, int workers, double straggler_delay) {
   job.mode = m.mode;
   job.backup = m.backup;
   job.ssp_bound = m.bound;
   job.workers = workers;
   job.shards = 2;
   job.name = m.name;
-  // Async and ssp apply gradients that are ~workers-1 updates stale, and asynchrony itself acts
-  // like momentum (Mitliagkas et al. 2016): on top of Adam's beta1 0.9 it overshoots. Dropping
-  // beta1 to 0 and the rate to 0.7x took 8 async workers from 0.865 to 0.871 after 8 epochs.
-  if (m.mode != "sync") {
-    job.staleness.kind = stale.staleness;
-    if (job.optim.kind == "adam") job.optim.beta1 = stale.beta1;
-    job.optim.lr *= stale.lr_scale;
-  }
+  // Async and ssp run with the job's own optimizer and the default staleness policy, which
+  // corrects Adam's beta1 for the momentum asynchrony adds (bench staleness measures it).
   if (m.mode == "sync") {
     // K workers per step take K times fewer, K times larger steps: scale Adam's rate by sqrt(K)
     // and fit the cosine schedule to the shard's own step count.
@@ -135,9 +122,6 @@ int bench_modes(const std::vector<std::string>& args) {
   // to 2e-3, SGD 0.05 to 0.3, momentum); with 8 and the stale tuning below every mode passes 0.87.
   int epochs = 8, sim_steps = 200;
   std::string only;  // --modes=async,sync: run only these (names as in the table)
-  // async/ssp: "inverse" is the staleness-aware step lr / (1 + staleness); at 8 workers on 2 cores
-  // (staleness ~8) it cut Adam's step too much: 0.845 vs 0.851 without it after 5 epochs.
-  stale_tuning stale;
   std::vector<int> worker_counts{1, 2, 4, 8}, sim_counts{1, 2, 4, 8, 16, 32};
   bool doc = true;
   try {
@@ -154,19 +138,13 @@ int bench_modes(const std::vector<std::string>& args) {
         doc = false;
       else if (a.rfind("--modes=", 0) == 0)
         only = "," + a.substr(8) + ",";
-      else if (a.rfind("--staleness=", 0) == 0)
-        stale.staleness = a.substr(12);
-      else if (a.rfind("--async-beta1=", 0) == 0)
-        stale.beta1 = std::stof(a.substr(14));
-      else if (a.rfind("--async-lr-scale=", 0) == 0)
-        stale.lr_scale = std::stof(a.substr(17));
       else
         throw std::invalid_argument(a);
     }
   } catch (const std::exception&) {
     std::cerr << "bench modes: bad option (--epochs=N, --workers=1,2,4,8, "
                  "--sim-workers=1,2,...,32, --sim-steps=N, --modes=async,ssp,sync,backup, "
-                 "--staleness=inverse|none, --async-beta1=B, --async-lr-scale=X, --no-doc)\n";
+                 "--no-doc)\n";
     return 2;
   }
   caf::actor_system_config cfg;
@@ -192,7 +170,7 @@ int bench_modes(const std::vector<std::string>& args) {
   for (int w : worker_counts)
     for (auto& m : modes) {
       if (m.backup >= w || !wanted(m)) continue;
-      runs.push_back(train_once(sys, job, data, m, w, 0, stale));
+      runs.push_back(train_once(sys, job, data, m, w, 0));
     }
   // The straggler: one worker 4x slower than a worker of the async run with as many workers.
   int sw = 4;
@@ -208,8 +186,7 @@ int bench_modes(const std::vector<std::string>& args) {
   std::vector<run_t> slow;
   if (sw > 1)
     for (auto& m : modes)
-      if (m.backup < sw && wanted(m))
-        slow.push_back(train_once(sys, job, data, m, sw, delay, stale));
+      if (m.backup < sw && wanted(m)) slow.push_back(train_once(sys, job, data, m, sw, delay));
 
   // -- part 2: simulated compute ----------------------------------------------------------------
   job_spec sim;
@@ -262,13 +239,10 @@ int bench_modes(const std::vector<std::string>& args) {
         "statically, so a slow worker's own share always finishes last whatever the mode, and that "
         "tail says nothing about the mode. *whole* is samples over the whole wall time. Speed-up "
         "is steady throughput against 1 async worker in the same run. Sync runs scale Adam's "
-        "rate by sqrt(K) and fit the cosine schedule to their K-times fewer steps; async and ssp, "
-        "whose "
-        "gradients are about workers-1 updates stale (asynchrony acts like momentum), use Adam "
-        "beta1 "
-     << stale.beta1 << " and " << stale.lr_scale << "x the rate, staleness policy `"
-     << stale.staleness
-     << "`. Sync workers send push_pull: the reply to step "
+        "rate by sqrt(K) and fit the cosine schedule to their K-times fewer steps; async and ssp "
+        "run the job's own Adam with the default staleness policy (sqrt step, corrected "
+        "momentum, delay compensation: section staleness). Sync workers send push_pull: the reply "
+        "to step "
         "t's slice is step t+1's weights (one message each way per shard and step).\n\n";
   double base = 0;
   for (auto& r : runs)

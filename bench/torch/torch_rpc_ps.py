@@ -4,8 +4,9 @@
 The pattern of PyTorch's parameter-server tutorial and of the figure peers quote: the PS
 process holds the MLP 784-256-10; each trainer process, per mini-batch of 64, fetches the
 current weights with rpc_sync, computes the gradient locally and sends it back with rpc_sync,
-and the PS applies it at once under a lock (plain SGD, async, no barrier). Trainers split the
-Fashion-MNIST training set in contiguous halves (like actrain's workers) and shuffle inside them.
+and the PS applies it at once under a lock (plain SGD, or heavy-ball momentum with --momentum;
+async, no barrier). Trainers split the Fashion-MNIST training set in contiguous halves (like
+actrain's workers) and shuffle inside them.
 
 Prints one JSON line: {"job": "rpc_ps_mlp", "samples_per_s": ..., "test_accuracy": ...};
 samples/s counts every trainer's samples over the wall time from the first trainer's start to
@@ -40,10 +41,12 @@ def make_mlp():
 class ParameterServer:
     """Lives in the PS process; trainers reach it through rpc."""
 
-    def __init__(self, lr, seed):
+    def __init__(self, lr, momentum, seed):
         torch.manual_seed(seed)
         self.model = make_mlp()
         self.lr = lr
+        self.momentum = momentum
+        self.velocity = [torch.zeros_like(p) for p in self.model.parameters()]
         self.lock = threading.Lock()
 
     def weights(self):
@@ -52,7 +55,10 @@ class ParameterServer:
 
     def apply(self, grads):
         with self.lock, torch.no_grad():
-            for p, g in zip(self.model.parameters(), grads):
+            for p, v, g in zip(self.model.parameters(), self.velocity, grads):
+                if self.momentum > 0:  # heavy ball, as torch.optim.SGD: v = mu v + g
+                    v.mul_(self.momentum).add_(g)
+                    g = v
                 p.add_(g, alpha=-self.lr)
         return True
 
@@ -97,7 +103,7 @@ def run(rank, world, args, port, out):
     opts = rpc.TensorPipeRpcBackendOptions(num_worker_threads=4, rpc_timeout=300)
     if rank == 0:
         global PS
-        PS = ParameterServer(args.lr, args.seed)
+        PS = ParameterServer(args.lr, args.momentum, args.seed)
         rpc.init_rpc("ps", rank=0, world_size=world, rpc_backend_options=opts)
         rpc.shutdown()  # waits for every trainer
         # numpy, pickled by value: a torch tensor would go through shared memory that this
@@ -127,6 +133,7 @@ def main():
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=42)
     args = p.parse_args()
     world = args.trainers + 1

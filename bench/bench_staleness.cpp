@@ -1,0 +1,383 @@
+// `actrain bench staleness`: async training with each staleness rule at 1/2/4/8 workers (and
+// with a 4x straggler) against sync at the same worker count and the reference trainer, for SGD
+// with momentum and for Adam; PyTorch's RPC parameter server with momentum is the peer. Writes
+// the tables to docs/benchmarks.md (section "staleness") and accuracy-vs-samples plots to
+// docs/img/staleness-*.svg.
+#include "bench/bench_staleness.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include <actrain/engine.hpp>
+#include <actrain/reference_trainer.hpp>
+#include <actrain/system.hpp>
+#include "bench/bench.hpp"
+#include "bench/doc_section.hpp"
+#include "observe/svg_plot.hpp"
+
+namespace actrain {
+namespace {
+
+/// A staleness rule as the study names it.
+struct rule_t {
+  std::string name;
+  staleness_policy policy;
+};
+
+staleness_policy policy(std::string kind, std::string momentum, float dc) {
+  staleness_policy p;
+  p.kind = std::move(kind);
+  p.momentum = std::move(momentum);
+  p.delay_compensation = dc;
+  return p;
+}
+
+std::vector<rule_t> study_rules() {
+  return {{"none (explicit momentum)", policy("none", "explicit", 0)},
+          {"inverse step", policy("inverse", "explicit", 0)},
+          {"corrected momentum", policy("none", "corrected", 0)},
+          {"delay compensation", policy("none", "explicit", 2)},
+          {"default: sqrt + corrected + dc", staleness_policy{}}};
+}
+
+struct options {
+  int epochs = 10;
+  std::vector<int> workers{1, 2, 4, 8};
+  std::vector<std::string> optims{"momentum", "adam"};
+  std::string schedule = "constant";
+  bool torch = true;
+  bool doc = true;
+};
+
+std::vector<int> parse_ints(const std::string& s) {
+  std::vector<int> out;
+  std::istringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
+std::vector<std::string> parse_words(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+options parse(const std::vector<std::string>& args) {
+  options o;
+  for (auto& a : args) {
+    if (a.rfind("--epochs=", 0) == 0)
+      o.epochs = std::stoi(a.substr(9));
+    else if (a.rfind("--workers=", 0) == 0)
+      o.workers = parse_ints(a.substr(10));
+    else if (a.rfind("--optims=", 0) == 0)
+      o.optims = parse_words(a.substr(9));
+    else if (a.rfind("--schedule=", 0) == 0)
+      o.schedule = a.substr(11);
+    else if (a == "--no-torch")
+      o.torch = false;
+    else if (a == "--no-doc")
+      o.doc = false;
+    else
+      throw std::invalid_argument(a);
+  }
+  for (auto& k : o.optims)
+    if (k != "momentum" && k != "adam") throw std::invalid_argument("--optims=" + k);
+  if (o.epochs < 1 || o.workers.empty()) throw std::invalid_argument("--epochs / --workers");
+  return o;
+}
+
+/// The study's job: the MLP 784-256-10 on Fashion-MNIST with SGD lr 0.1 momentum 0.9, or Adam
+/// lr 1e-3 with its default betas; a cosine schedule, when asked, spans the job's updates.
+job_spec study_job(const options& o, const std::string& optim) {
+  auto job = reference_mlp_job(o.epochs);
+  job.eval_every = 1;
+  job.shards = 2;
+  job.optim = optim_spec{};
+  job.optim.kind = optim;
+  job.optim.lr = optim == "adam" ? 1e-3f : 0.1f;
+  job.optim.momentum = 0.9f;
+  job.optim.schedule = o.schedule;
+  job.optim.total_steps = o.schedule == "cosine" ? 60000 / job.batch * o.epochs : 0;
+  return job;
+}
+
+/// One run: its name, worker count and the evaluations (samples, test accuracy).
+struct run_t {
+  std::string name;
+  int workers = 0;
+  bool straggler = false;
+  bool ok = false;
+  std::string error;
+  double accuracy = 0;
+  double samples_per_s = 0;
+  double mean_staleness = 0;
+  std::vector<std::pair<double, double>> curve;  ///< (samples, test accuracy)
+};
+
+run_t from_result(std::string name, int workers, const engine_result& r) {
+  run_t out;
+  out.name = std::move(name);
+  out.workers = workers;
+  out.ok = r.ok;
+  out.error = r.error;
+  out.accuracy = r.test.accuracy;
+  out.samples_per_s = r.samples_per_s;
+  for (auto& s : r.shards) out.mean_staleness += s.mean_staleness / r.shards.size();
+  for (auto& p : r.history) out.curve.emplace_back(double(p.samples), p.test_accuracy);
+  return out;
+}
+
+void print(const run_t& r) {
+  std::cout << "  " << r.name << " x" << r.workers << (r.straggler ? " (straggler)" : "")
+            << ": accuracy " << fmt(r.accuracy, 4) << ", " << fmt(r.samples_per_s, 0)
+            << " samples/s, mean staleness " << fmt(r.mean_staleness, 2)
+            << (r.ok ? "" : ", FAILED: " + r.error) << "\n"
+            << std::flush;
+}
+
+run_t run_engine(caf::actor_system& sys, job_spec job, const std::shared_ptr<job_data>& data,
+                 const std::string& name, int workers, double straggler_delay) {
+  job.workers = workers;
+  if (straggler_delay > 0) {
+    job.stragglers = {workers - 1};
+    job.straggler_delay_s = straggler_delay;
+  }
+  auto r = from_result(name, workers, run_job(sys, job, data));
+  r.straggler = straggler_delay > 0;
+  print(r);
+  return r;
+}
+
+run_t run_reference(const job_spec& job, const job_data& data) {
+  auto t = reference_train(job, data);
+  run_t r;
+  r.name = "reference (one loop, no staleness)";
+  r.workers = 1;
+  r.ok = true;
+  r.accuracy = t.test.accuracy;
+  r.samples_per_s = t.samples_per_s;
+  for (auto& p : t.history) r.curve.emplace_back(double(p.samples), p.test_accuracy);
+  print(r);
+  return r;
+}
+
+/// PyTorch's RPC parameter server (bench/torch/torch_rpc_ps.py) with SGD momentum 0.9 on the
+/// PS, `trainers` async trainers; accuracy < 0 when not measured.
+run_t run_torch_peer(int trainers, int epochs) {
+  run_t r;
+  r.name = "PyTorch RPC PS, momentum 0.9";
+  r.workers = trainers;
+  r.accuracy = -1;
+  const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
+  std::string py = "/usr/bin/python3";
+  std::string cmd = py + " -c 'import torch' 2>/dev/null && timeout 1200 " + py + " " +
+                    std::string(src ? src : ".") + "/bench/torch/torch_rpc_ps.py --trainers " +
+                    std::to_string(trainers) + " --epochs " + std::to_string(epochs) +
+                    " --momentum 0.9 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) {
+    auto j = nlohmann::json::parse(buf, nullptr, false);
+    if (!j.is_object() || !j.contains("test_accuracy")) continue;
+    r.ok = true;
+    r.accuracy = j["test_accuracy"].get<double>();
+    r.samples_per_s = j["samples_per_s"].get<double>();
+  }
+  pclose(p);
+  if (r.ok) print(r);
+  return r;
+}
+
+/// Everything one optimizer's part of the study measured.
+struct part_t {
+  std::string optim;
+  job_spec job;
+  run_t reference;
+  std::vector<run_t> sync, torch;
+  std::map<std::string, std::vector<run_t>> async;  ///< rule name -> one run per worker count
+  std::vector<run_t> straggler;                     ///< sync and the default rule, 4x straggler
+  double straggler_delay = 0;
+};
+
+/// One worker's seconds per step in the default rule's run with `w` workers, times 3: the
+/// straggler then takes 4x as long per step as the others.
+double straggler_delay_for(const part_t& p, int w) {
+  for (auto& r : p.async.at(study_rules().back().name))
+    if (r.workers == w && r.samples_per_s > 0) return 3.0 * w * p.job.batch / r.samples_per_s;
+  return 0;
+}
+
+part_t run_part(caf::actor_system& sys, const options& o, const std::string& optim) {
+  part_t p;
+  p.optim = optim;
+  p.job = study_job(o, optim);
+  auto data = std::make_shared<job_data>(load_job_data(p.job));
+  fit_model_to_data(p.job, *data);
+  std::cout << "bench staleness: " << describe_hparams(p.job) << "\n";
+  p.reference = run_reference(p.job, *data);
+  auto sync = p.job;
+  sync.mode = "sync";
+  for (int w : o.workers) p.sync.push_back(run_engine(sys, sync, data, "sync", w, 0));
+  for (auto& rule : study_rules()) {
+    auto job = p.job;
+    job.mode = "async";
+    job.staleness = rule.policy;
+    for (int w : o.workers)
+      p.async[rule.name].push_back(run_engine(sys, job, data, rule.name, w, 0));
+  }
+  int sw =
+      std::find(o.workers.begin(), o.workers.end(), 4) != o.workers.end() ? 4 : o.workers.back();
+  p.straggler_delay = sw > 1 ? straggler_delay_for(p, sw) : 0;
+  if (p.straggler_delay > 0) {
+    p.straggler.push_back(run_engine(sys, sync, data, "sync", sw, p.straggler_delay));
+    auto job = p.job;
+    job.mode = "async";
+    p.straggler.push_back(
+        run_engine(sys, job, data, study_rules().back().name, sw, p.straggler_delay));
+  }
+  if (o.torch && optim == "momentum")
+    for (int t : {2, 4})
+      if (auto r = run_torch_peer(t, o.epochs); r.ok) p.torch.push_back(r);
+  return p;
+}
+
+std::string img_dir() {
+  auto doc = benchmarks_doc_path();
+  auto slash = doc.find_last_of('/');
+  return (slash == std::string::npos ? std::string(".") : doc.substr(0, slash)) + "/img";
+}
+
+/// Test accuracy against samples for every rule, sync and the reference at `w` workers.
+std::string write_plot(const part_t& p, int w) {
+  observe::plot_spec spec;
+  spec.title = p.optim + ", " + std::to_string(w) + " workers: test accuracy";
+  spec.x_label = "samples";
+  spec.y_label = "test accuracy";
+  auto add = [&](const run_t& r) {
+    observe::plot_series s;
+    s.name = r.name;
+    for (auto& [x, y] : r.curve) {
+      s.xs.push_back(x);
+      s.ys.push_back(y);
+    }
+    spec.series.push_back(std::move(s));
+  };
+  add(p.reference);
+  for (auto& r : p.sync)
+    if (r.workers == w) add(r);
+  for (auto& [name, runs] : p.async)
+    for (auto& r : runs)
+      if (r.workers == w) add(r);
+  auto file = "staleness-" + p.optim + "-" + std::to_string(w) + "w.svg";
+  observe::write_svg_plot(img_dir() + "/" + file, spec);
+  return file;
+}
+
+std::string cell(const run_t& r) {
+  return r.ok ? fmt(r.accuracy, 4) : "failed";
+}
+
+/// The accuracy table of one optimizer: a row per rule, a column per worker count.
+void table(std::ostringstream& md, const part_t& p, const options& o) {
+  md << "| " << p.optim << " | ";
+  for (int w : o.workers) md << w << " workers | ";
+  md << "\n| --- |";
+  for (std::size_t i = 0; i < o.workers.size(); ++i) md << " --- |";
+  md << "\n| sync |";
+  for (auto& r : p.sync) md << " " << cell(r) << " |";
+  for (auto& rule : study_rules()) {
+    md << "\n| async, " << rule.name << " |";
+    for (auto& r : p.async.at(rule.name))
+      md << " " << cell(r) << " (s " << fmt(r.mean_staleness, 1) << ") |";
+  }
+  md << "\n\nReference (one loop, no staleness): " << fmt(p.reference.accuracy, 4) << ".";
+  for (auto& t : p.torch)
+    md << " " << t.name << ", " << t.workers << " trainers (3+ processes): " << fmt(t.accuracy, 4)
+       << ".";
+  md << "\n\n";
+}
+
+/// Whether the default rule reaches sync's accuracy (or comes within 0.5 points) at each count.
+void verdicts(std::ostringstream& md, const part_t& p) {
+  auto& def = p.async.at(study_rules().back().name);
+  md << "- " << p.optim << ", default rule against sync:";
+  for (std::size_t i = 0; i < def.size() && i < p.sync.size(); ++i) {
+    double gap = 100 * (def[i].accuracy - p.sync[i].accuracy);
+    md << " " << def[i].workers << "w " << (gap >= 0 ? "+" : "") << fmt(gap, 2) << " pt"
+       << (gap >= -0.5 ? " (met)" : " (NOT met)") << ";";
+  }
+  if (!def.empty()) {
+    double gap = 100 * (def.front().accuracy - p.reference.accuracy);
+    md << " 1 async worker against the reference " << (gap >= 0 ? "+" : "") << fmt(gap, 2)
+       << " pt.";
+  }
+  if (!p.straggler.empty())
+    md << " With one of " << p.straggler.front().workers << " workers 4x slower (+"
+       << fmt(p.straggler_delay * 1e3, 1) << " ms per step): sync " << cell(p.straggler[0])
+       << " at " << fmt(p.straggler[0].samples_per_s, 0) << " samples/s, async default "
+       << cell(p.straggler[1]) << " at " << fmt(p.straggler[1].samples_per_s, 0) << " samples/s.";
+  md << "\n";
+}
+
+std::string report(const options& o, const std::vector<part_t>& parts) {
+  std::ostringstream md;
+  md << "## Staleness: async training with momentum, rule by rule\n\n"
+     << "Reproduce: `actrain bench staleness --epochs=" << o.epochs
+     << (o.schedule != "constant" ? " --schedule=" + o.schedule : "")
+     << "`. Every run in one process: workers are detached threads on this 2-core machine (one "
+        "BLAS thread each), 2 shards, batch 64 per worker, all 60,000 training rows, accuracy on "
+        "the 10,000 test rows; sync averages the K workers' gradients into one step (K times "
+        "fewer steps); the reference is the single-threaded loop. Cells are final test accuracy "
+        "and the shards' mean staleness s. PyTorch's RPC parameter server runs 1 PS + N trainer "
+        "processes (1 thread each) with momentum on the PS, the same MLP, batch and epochs.\n\n";
+  for (auto& p : parts) {
+    md << "### " << describe_hparams(p.job) << "\n\n";
+    table(md, p, o);
+    for (int w : o.workers)
+      if (w >= 4 && o.doc)
+        md << "![" << p.optim << " " << w << " workers](img/" << write_plot(p, w) << ")\n";
+    md << "\n";
+  }
+  md << "### What the figures show\n\n";
+  for (auto& p : parts) verdicts(md, p);
+  for (auto& p : parts)
+    if (p.optim == "adam" && !p.async.at(study_rules().back().name).empty()) {
+      auto& last = p.async.at(study_rules().back().name).back();
+      md << "- Adam, default rule, " << last.workers << " workers: " << fmt(last.accuracy, 4)
+         << " (goal >= 0.885: " << (last.accuracy >= 0.885 ? "met" : "NOT met") << ").\n";
+    }
+  return md.str();
+}
+
+}  // namespace
+
+int bench_staleness(const std::vector<std::string>& args) {
+  options o;
+  try {
+    o = parse(args);
+  } catch (const std::exception& e) {
+    std::cerr << "bench staleness: bad option " << e.what()
+              << " (--epochs=N, --workers=1,2,4,8, --optims=momentum,adam, "
+                 "--schedule=constant|cosine, --no-torch, --no-doc)\n";
+    return 2;
+  }
+  caf::actor_system_config cfg;
+  prepare_config(cfg);
+  caf::actor_system sys{cfg};
+  set_blas_threads(1);
+  std::vector<part_t> parts;
+  for (auto& k : o.optims) parts.push_back(run_part(sys, o, k));
+  auto md = report(o, parts);
+  std::cout << "\n" << md;
+  if (o.doc) update_doc_section(benchmarks_doc_path(), "staleness", md);
+  return 0;
+}
+
+}  // namespace actrain
