@@ -52,7 +52,7 @@ app_config::app_config() {
       .add<int64_t>("total-steps", "cosine schedule: updates from lr to min-lr")
       .add<double>("min-lr", "cosine schedule: final learning rate");
   opt_group{custom_options_, "staleness"}
-      .add<str>("policy", "sqrt (default) | none | inverse | drop")
+      .add<str>("policy", "none (default) | sqrt | inverse | drop")
       .add<int64_t>("max", "drop: staleness bound; inverse: 0 = unbounded")
       .add<str>("momentum",
                 "corrected (default: lower momentum by what asynchrony adds) | explicit")

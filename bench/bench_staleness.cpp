@@ -40,9 +40,10 @@ staleness_policy policy(std::string kind, std::string momentum, float dc) {
 std::vector<rule_t> study_rules() {
   return {{"none (explicit momentum)", policy("none", "explicit", 0)},
           {"inverse step", policy("inverse", "explicit", 0)},
-          {"corrected momentum", policy("none", "corrected", 0)},
+          {"sqrt step + corrected", policy("sqrt", "corrected", 0)},
           {"delay compensation", policy("none", "explicit", 2)},
-          {"default: sqrt + corrected + dc", staleness_policy{}}};
+          {"sqrt step + corrected + dc", policy("sqrt", "corrected", 2)},
+          {"default: corrected momentum", staleness_policy{}}};
 }
 
 struct options {

@@ -120,12 +120,13 @@ double clip_by_norm(span<float> g, double max_norm);
 /// updates the shard applied since the weights the gradient was computed from. The three parts
 /// compose with each other and with every optimizer.
 struct staleness_policy {
-  /// How much of a stale gradient's step is taken: "sqrt" (lr / sqrt(max(1, s)), s being the
-  /// shard's running mean staleness: the steps shrink as more workers share the model, and a
-  /// single worker, 1 update stale from its prefetched pull, keeps its full rate), "none" (all
-  /// of it), "inverse" (lr / (1 + staleness) of each push, Zhang et al. 2016), "drop" (none
-  /// beyond max_staleness). The default is measured in docs/benchmarks.md (staleness study).
-  std::string kind = "sqrt";
+  /// How much of a stale gradient's step is taken: "none" (all of it), "sqrt"
+  /// (lr / sqrt(max(1, s)), s being the shard's running mean staleness: the steps shrink as more
+  /// workers share the model, and a single worker, 1 update stale from its prefetched pull,
+  /// keeps its full rate), "inverse" (lr / (1 + staleness) of each push, Zhang et al. 2016),
+  /// "drop" (none beyond max_staleness). The defaults are measured in docs/benchmarks.md
+  /// (staleness study).
+  std::string kind = "none";
   std::int64_t max_staleness =
       0;  ///< "drop": reject gradients staler than this; "inverse": 0 = no bound
   /// "corrected": a rule with a momentum term (momentum, nesterov, Adam's beta1, or a registered
@@ -135,8 +136,9 @@ struct staleness_policy {
   std::string momentum = "corrected";
   /// Delay compensation (DC-ASGD-a, Zheng et al. 2017): the gradient g computed at weights w_b
   /// is applied as g + dc * g * g / sqrt(ms) * (w - w_b), a first-order correction towards the
-  /// current weights w, ms being a running mean of g * g (decay 0.95). 0 turns it off.
-  float delay_compensation = 2.f;
+  /// current weights w, ms being a running mean of g * g (decay 0.95). 0 (the default) turns it
+  /// off; it costs two passes over every pushed slice and keeps `history` weight versions.
+  float delay_compensation = 0.f;
   /// Weight versions a shard keeps for delay compensation (the weights pending gradients were
   /// computed from, shared with the pulls that handed them out); a gradient whose weights are
   /// older is applied uncompensated and counted.

@@ -166,8 +166,11 @@ TEST_F(shard_test, a_stale_push_is_corrected_by_momentum_and_delay_compensation)
   o.kind = "momentum";
   o.lr = 0.1f;
   o.momentum = 0.9f;
-  auto s = make({1.f}, o);  // the default policy: sqrt steps, corrected momentum, dc 2
-  auto w0 = pull(s);        // version 0 handed out: w = 1
+  staleness_policy dc;  // sqrt steps, corrected momentum (the default) and delay compensation
+  dc.kind = "sqrt";
+  dc.delay_compensation = 2.f;
+  auto s = make({1.f}, o, dc);
+  auto w0 = pull(s);                              // version 0 handed out: w = 1
   ASSERT_TRUE(push(s, grad({1.f}, w0.version)));  // fresh: v = 1, w = 0.9; ms = 0.05
   auto ack = push(s, grad({2.f}, w0.version));    // also from w = 1, one update late
   ASSERT_TRUE(ack);
@@ -188,9 +191,7 @@ TEST_F(shard_test, a_stale_push_is_corrected_by_momentum_and_delay_compensation)
 
   // The same pushes with every correction off: v = 0.9 * 1 + 2, w = 0.9 - 0.29.
   staleness_policy off;
-  off.kind = "none";
   off.momentum = "explicit";
-  off.delay_compensation = 0.f;
   auto plain = make({1.f}, o, off);
   auto p0 = pull(plain);
   ASSERT_TRUE(push(plain, grad({1.f}, p0.version)));
@@ -202,7 +203,7 @@ TEST_F(shard_test, sqrt_policy_shrinks_steps_as_the_mean_staleness_grows) {
   optim_spec o;
   o.lr = 1.f;  // sgd: nothing to correct but the step
   staleness_policy p;
-  p.delay_compensation = 0.f;
+  p.kind = "sqrt";
   auto s = make({0.f}, o, p);
   ASSERT_TRUE(push(s, grad({1.f}, 0)));  // staleness 0: w = -1
   ASSERT_TRUE(push(s, grad({1.f}, 0)));  // 1: mean 0.5, full step: w = -2

@@ -43,9 +43,11 @@ TEST(staleness_rule, mean_staleness_is_the_plain_mean_then_an_exponential_one) {
 }
 
 TEST(staleness_rule, sqrt_scales_the_step_by_the_mean_staleness_from_1_on) {
-  staleness_rule r(staleness_policy{}, 1);  // kind "sqrt" by default
-  EXPECT_FLOAT_EQ(r.step_factor(), 1.f);    // nothing observed yet
-  r.observe(1);                             // a single worker, stale by its prefetch
+  staleness_policy p;
+  p.kind = "sqrt";
+  staleness_rule r(p, 1);
+  EXPECT_FLOAT_EQ(r.step_factor(), 1.f);  // nothing observed yet
+  r.observe(1);                           // a single worker, stale by its prefetch
   EXPECT_FLOAT_EQ(r.step_factor(), 1.f);
   r.observe(7);  // mean 4
   EXPECT_FLOAT_EQ(r.step_factor(), 0.5f);
@@ -93,9 +95,7 @@ TEST(delay_compensation, fresh_or_forgotten_weights_leave_the_gradient_as_is) {
 }
 
 TEST(delay_compensation, off_returns_the_gradient_itself_and_keeps_nothing) {
-  staleness_policy p;
-  p.delay_compensation = 0.f;
-  staleness_rule r(p, 1);
+  staleness_rule r(staleness_policy{}, 1);  // off by default
   r.handed_out(0, tensor(std::vector<float>{1.f}));
   EXPECT_EQ(r.kept(), 0u);
   std::vector<float> now{5.f}, g{1.f};
