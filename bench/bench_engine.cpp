@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -98,54 +99,273 @@ engine_result run_engine(caf::actor_system& sys, job_spec job, std::shared_ptr<j
   return r;
 }
 
+/// What `actrain bench engine` was asked for. Options that narrow or vary the runs make them an
+/// experiment: nothing is written to the docs then.
+struct engine_options {
+  bool full = false, with_torch = true;
+  int only_workers = 0, full_epochs = 15;
+  bool aggregate = false;
+  std::string stale;  ///< a staleness policy kind for the full runs
+  std::string only;   ///< comma list of row keys (adam, softmax, linear, sgd)
+  int runs = 3;
+  std::int64_t rows = 20000;
+  std::vector<std::string> caf_args;  ///< --scheduler.* / --work-stealing.* go to CAF
+  bool experiment() const {
+    return !only.empty() || only_workers || full_epochs != 15 || aggregate || !stale.empty();
+  }
+};
+
+/// Throws std::invalid_argument naming the first option it does not know.
+engine_options parse_engine_options(const std::vector<std::string>& args) {
+  engine_options o;
+  for (auto& a : args) {
+    if (a == "--full")
+      o.full = true;
+    else if (a == "--no-torch")
+      o.with_torch = false;
+    else if (a.rfind("--runs=", 0) == 0)
+      o.runs = std::stoi(a.substr(7));
+    else if (a.rfind("--workers=", 0) == 0)
+      o.only_workers = std::stoi(a.substr(10));
+    else if (a.rfind("--epochs=", 0) == 0)
+      o.full_epochs = std::stoi(a.substr(9));
+    else if (a == "--agg")
+      o.aggregate = true;
+    else if (a.rfind("--stale=", 0) == 0)
+      o.stale = a.substr(8);
+    else if (a.rfind("--only=", 0) == 0)
+      o.only = "," + a.substr(7) + ",";
+    else if (a.rfind("--rows=", 0) == 0)
+      o.rows = std::stoll(a.substr(7));
+    else if (a.rfind("--scheduler.", 0) == 0 || a.rfind("--work-stealing.", 0) == 0)
+      o.caf_args.push_back(a);
+    else
+      throw std::invalid_argument(a);
+  }
+  return o;
+}
+
+/// One model of the side-by-side table.
+struct row_t {
+  std::string key, name, torch_key;
+  job_spec job;
+  /// Passes over the rows per run: the small models' runs would otherwise last a few ms, and
+  /// the engine's fixed start (assignment, replica, first pull) would be what is timed.
+  int epochs = 1;
+};
+
+/// A row's step against the floor a message round trip puts under it.
+struct floor_t {
+  std::string name;
+  double step_us, round_trip_us;  // the reference's step; CAF's bare request/response
+  double engine_step_us, ratio;   // the 1-worker engine's step; the paired ratio
+};
+
+std::vector<row_t> side_by_side_rows(std::int64_t rows) {
+  // PyTorch's 2-trainer RPC parameter server (bench/torch/torch_rpc_ps.py) trains with plain
+  // SGD: the same optimizer here makes the 2-worker comparison with it like for like.
+  auto mlp_sgd = reference_mlp_job(1);
+  mlp_sgd.optim = optim_spec{};
+  mlp_sgd.optim.kind = "sgd";
+  mlp_sgd.optim.lr = 0.1f;
+  return {{"adam", "MLP 784-256-10, Adam (the reference config)", "", reference_mlp_job(1), 1},
+          {"softmax", "softmax 784-10", "softmax", reference_softmax_job(1), 10},
+          {"linear", "linear 100 features", "linear", reference_linear_job(rows, 100, 1), 100},
+          {"sgd", "MLP 784-256-10, plain SGD 0.1 (PyTorch RPC PS's optimizer)", "mlp", mlp_sgd, 1}};
+}
+
+/// What the runs of one row measured.
+struct row_result {
+  double ref = 0, one = 0, two = 0, paired = 0, paired_lo = 0, paired_hi = 0;
+  double torch = 0, torch_lo = 0, torch_hi = 0;  ///< 0: PyTorch not measured
+  floor_t floor;
+};
+
+row_result measure_row(caf::actor_system& sys, row_t r, const engine_options& o, bool torch_ok) {
+  r.job.data.train_subset = o.rows;
+  r.job.epochs = r.epochs;
+  r.job.data.test_subset = 1000;
+  auto data = std::make_shared<job_data>(load_job_data(r.job));
+  fit_model_to_data(r.job, *data);
+  std::vector<double> ref, one, two, pt, rt, paired;
+  for (int i = 0; i < o.runs; ++i) {
+    // Each 1-worker run sits between two reference runs and is compared with their mean: this
+    // shared machine's speed drifts over seconds, and a pair a second apart sees the same
+    // machine (medians over all runs mix fast and slow moments).
+    double before = reference_train(r.job, *data).samples_per_s;
+    one.push_back(run_engine(sys, r.job, data, 1, 1).samples_per_s);
+    double after = reference_train(r.job, *data).samples_per_s;
+    ref.push_back(before);
+    ref.push_back(after);
+    paired.push_back(one.back() / ((before + after) / 2));
+    two.push_back(run_engine(sys, r.job, data, 2, 2).samples_per_s);
+    rt.push_back(caf_round_trip_us(sys, 20000));
+    if (torch_ok && !r.torch_key.empty()) pt.push_back(torch_rate(r.torch_key));
+  }
+  row_result out;
+  out.ref = median(ref);
+  out.one = median(one);
+  out.two = median(two);
+  out.paired = median(paired);
+  auto [plo, phi] = std::minmax_element(paired.begin(), paired.end());
+  out.paired_lo = *plo;
+  out.paired_hi = *phi;
+  if (!pt.empty() && median(pt) > 0) {
+    out.torch = median(pt);
+    auto [lo, hi] = std::minmax_element(pt.begin(), pt.end());
+    out.torch_lo = *lo;
+    out.torch_hi = *hi;
+  }
+  out.floor = {r.name, 1e6 * r.job.batch / out.ref, median(rt), 1e6 * r.job.batch / out.one,
+               out.paired};
+  return out;
+}
+
+std::string side_by_side_intro(const engine_options& o) {
+  return "## Async engine vs the reference trainer (and PyTorch), side by side\n\n"
+         "Reproduce: `actrain bench engine --runs=" +
+         std::to_string(o.runs) + " --rows=" + std::to_string(o.rows) +
+         "`. Batch 64, 1 BLAS thread per worker; each run passes over the first " +
+         std::to_string(o.rows) +
+         " training rows once for the MLP, 10 times for softmax and 100 times for linear "
+         "regression (so every run lasts about half a second), medians of " +
+         std::to_string(o.runs) +
+         " runs. Each 1-worker engine run runs between two reference runs; *ratio* is the "
+         "median over the runs of the engine's samples/s over the mean of its two neighbours "
+         "(slowest-fastest in brackets). Evaluation is not timed. The engine's figure is "
+         "training wall time from the first assignment to the last step, every message "
+         "included.\n\n";
+}
+
+std::string floor_section(const std::vector<floor_t>& floors, const std::string& torch_spread,
+                          int runs) {
+  std::string md =
+      "\nPyTorch's 1-thread script (`bench/torch/torch_ref.py`, one epoch of the full data per "
+      "run, run between the engine's runs, median) trains the MLP with plain SGD lr 0.1, so it "
+      "is compared with the SGD row. Its runs spread widely on this shared machine (samples/s, "
+      "slowest-fastest: " +
+      torch_spread +
+      "), as do the engine's and the reference's: the medians of interleaved runs are what "
+      "compare.\n\n"
+      "What one message round trip costs against a step: a 1-worker engine step needs at least "
+      "one request and its response between the worker and the shard (push_pull), so its "
+      "samples/s can at best be step / (step + round trip) of the reference's. Measured in "
+      "the same run, between the runs above: two actors that do nothing but answer each other, "
+      "on the scheduler the engine uses (median of " +
+      std::to_string(runs) +
+      " x 20000 round trips). Steps are 64 / median samples/s. A small model's worker and "
+      "shard take turns on one scheduler thread, so everything the engine adds to a step "
+      "(messages, the shard's bookkeeping, progress reports) is in *engine - reference*; the "
+      "MLP's worker has a thread of its own and its shard's optimizer step runs beside it on "
+      "the other core.\n\n"
+      "| model | reference step us | engine step us | engine - reference us | CAF round trip "
+      "us | best possible ratio | ratio |\n"
+      "| --- | --- | --- | --- | --- | --- | --- |\n";
+  for (auto& f : floors)
+    md += "| " + f.name + " | " + fmt(f.step_us, 1) + " | " + fmt(f.engine_step_us, 1) + " | " +
+          fmt(f.engine_step_us - f.step_us, 1) + " | " + fmt(f.round_trip_us, 2) + " | " +
+          fmt(f.step_us / (f.step_us + f.round_trip_us), 2) + " | " + fmt(f.ratio, 2) + " |\n";
+  return md;
+}
+
+/// The side-by-side table: reference, engine with 1 and 2 workers, PyTorch; then the RPC PS
+/// peer and the message floor under a step.
+void side_by_side(caf::actor_system& sys, const engine_options& o,
+                  const std::function<void(const std::string&)>& emit) {
+  emit(side_by_side_intro(o));
+  std::string torch_note;
+  bool torch_ok = o.with_torch && torch_rate("linear") > 0;  // also warms the page cache
+  if (!o.with_torch)
+    torch_note = "PyTorch not measured (--no-torch)";
+  else if (!torch_ok)
+    torch_note = "PyTorch not measured (/usr/bin/python3 without torch, or the script failed)";
+  emit(
+      "| model | reference samples/s | engine 1 worker + 1 shard | ratio (paired) | engine 2 "
+      "workers + 2 shards | PyTorch 1 thread | engine 1w / PyTorch | engine 2w / PyTorch |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  double two_sgd = 0;  // the SGD MLP row's 2-worker figure, against the RPC PS
+  std::vector<floor_t> floors;
+  std::string torch_spread;  // each row's slowest and fastest PyTorch run
+  for (auto& r : side_by_side_rows(o.rows)) {
+    if (!o.only.empty() && o.only.find("," + r.key + ",") == std::string::npos) continue;
+    auto m = measure_row(sys, r, o, torch_ok);
+    floors.push_back(m.floor);
+    if (r.key == "sgd") two_sgd = m.two;
+    std::string t = "-", t1 = "-", t2 = "-";
+    if (m.torch > 0) {
+      torch_spread += (torch_spread.empty() ? "" : ", ") + r.name + " " + fmt(m.torch_lo, 0) + "-" +
+                      fmt(m.torch_hi, 0);
+      t = fmt(m.torch, 0);
+      t1 = fmt(m.one / m.torch, 2) + "x";
+      t2 = fmt(m.two / m.torch, 2) + "x";
+    }
+    emit("| " + r.name + " | " + fmt(m.ref, 0) + " | " + fmt(m.one, 0) + " | " + fmt(m.paired, 2) +
+         " (" + fmt(m.paired_lo, 2) + "-" + fmt(m.paired_hi, 2) + ") | " + fmt(m.two, 0) + " | " +
+         t + " | " + t1 + " | " + t2 + " |\n");
+  }
+  if (!torch_note.empty()) emit("\n" + torch_note + ".\n");
+  double rpc_ps = 0;
+  if (torch_ok && two_sgd > 0) {
+    auto r = run_torch("torch_rpc_ps.py --trainers 2 --epochs 1");
+    rpc_ps = r.count("rpc_ps_mlp") ? r["rpc_ps_mlp"] : 0;
+  }
+  if (rpc_ps > 0)
+    emit(
+        "\nPyTorch's RPC parameter server, 1 PS + 2 async trainers on the MLP with plain SGD "
+        "lr 0.1 (`bench/torch/torch_rpc_ps.py`, 3 processes, 1 thread each, one epoch, "
+        "measured in this run): " +
+        fmt(rpc_ps, 0) +
+        " samples/s; the engine's 2 workers + 2 shards on the same MLP and optimizer (SGD "
+        "row): " +
+        fmt(two_sgd, 0) + " samples/s = " + fmt(two_sgd / rpc_ps, 2) + "x (goal: 2x).\n");
+  emit(floor_section(floors, torch_spread, o.runs));
+}
+
+/// The full runs: the reference MLP config, async, 1/2/4/8 workers, full data.
+void full_runs(caf::actor_system& sys, const engine_options& o,
+               const std::function<void(const std::string&)>& emit) {
+  emit("## MLP 784-256-10 on Fashion-MNIST, async, " + std::to_string(o.full_epochs) +
+       " epochs (full data)\n\n");
+  emit("Reproduce: `actrain bench engine --full`. ");
+  emit("Hyper-parameters: " + describe_hparams(reference_mlp_job(o.full_epochs)) +
+       "; shards = 2; the default staleness policy (Adam's beta1 corrected for the momentum "
+       "asynchrony adds), the same job for every row. Test accuracy on the 10,000 test "
+       "images.\n\n");
+  emit("| workers | test accuracy | test loss | samples/s | wall s | max staleness seen |\n");
+  emit("| --- | --- | --- | --- | --- | --- |\n");
+  auto job = reference_mlp_job(o.full_epochs);
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  for (int w : {1, 2, 4, 8}) {
+    if (o.only_workers && w != o.only_workers) continue;
+    auto j = job;
+    if (!o.stale.empty()) j.staleness.kind = o.stale;
+    j.local_aggregation = o.aggregate;
+    auto res = run_engine(sys, j, data, w, 2);
+    std::int64_t maxs = 0;
+    for (std::size_t i = 0; i < res.staleness_histogram.size(); ++i)
+      if (res.staleness_histogram[i] > 0) maxs = static_cast<std::int64_t>(i);
+    emit("| " + std::to_string(w) + " | " + fmt(res.test.accuracy, 4) + " | " +
+         fmt(res.test.loss, 4) + " | " + fmt(res.samples_per_s, 0) + " | " + fmt(res.seconds, 1) +
+         " | " + std::to_string(maxs) + " |\n");
+  }
+}
+
 }  // namespace
 
 int bench_engine(const std::vector<std::string>& args) {
-  bool full = false, with_torch = true;
-  // Experiments on the full runs (nothing written to the docs when used).
-  int only_workers = 0, full_epochs = 15;
-  float lr_scale = 0.7f;
-  bool keep_beta1 = false, aggregate = false;
-  std::string stale;
-  std::string only;  // comma list of row keys (adam, softmax, linear, sgd): a quick look, no docs
-  int runs = 3;
-  std::int64_t rows = 20000;
-  std::vector<std::string> caf_args;  // --scheduler.* / --work-stealing.* go to CAF
-  for (auto& a : args) {
-    if (a == "--full")
-      full = true;
-    else if (a == "--no-torch")
-      with_torch = false;
-    else if (a.rfind("--runs=", 0) == 0)
-      runs = std::stoi(a.substr(7));
-    else if (a.rfind("--workers=", 0) == 0)
-      only_workers = std::stoi(a.substr(10));
-    else if (a.rfind("--epochs=", 0) == 0)
-      full_epochs = std::stoi(a.substr(9));
-    else if (a.rfind("--lr-scale=", 0) == 0)
-      lr_scale = std::stof(a.substr(11));
-    else if (a == "--beta1")
-      keep_beta1 = true;
-    else if (a == "--agg")
-      aggregate = true;
-    else if (a.rfind("--stale=", 0) == 0)
-      stale = a.substr(8);
-    else if (a.rfind("--only=", 0) == 0)
-      only = "," + a.substr(7) + ",";
-    else if (a.rfind("--rows=", 0) == 0)
-      rows = std::stoll(a.substr(7));
-    else if (a.rfind("--scheduler.", 0) == 0 || a.rfind("--work-stealing.", 0) == 0)
-      caf_args.push_back(a);
-    else {
-      std::cerr << "bench engine: unknown option " << a
-                << " (--full, --no-torch, --runs=N, --rows=N, --only=adam,softmax,linear,sgd)\n";
-      return 2;
-    }
+  engine_options o;
+  try {
+    o = parse_engine_options(args);
+  } catch (const std::exception& e) {
+    std::cerr << "bench engine: unknown option " << e.what()
+              << " (--full, --no-torch, --runs=N, --rows=N, --only=adam,softmax,linear,sgd)\n";
+    return 2;
   }
   caf::actor_system_config cfg;
   prepare_config(cfg);
   std::istringstream no_file;
-  if (auto err = cfg.parse(caf_args, no_file)) {
+  if (auto err = cfg.parse(o.caf_args, no_file)) {
     std::cerr << "bench engine: " << cfg.render(err) << "\n";
     return 2;
   }
@@ -156,181 +376,12 @@ int bench_engine(const std::vector<std::string>& args) {
     std::cout << s << std::flush;
     md << s;
   };
-  if (!full) {
-    emit("## Async engine vs the reference trainer (and PyTorch), side by side\n\n");
-    emit("Reproduce: `actrain bench engine --runs=" + std::to_string(runs) +
-         " --rows=" + std::to_string(rows) +
-         "`. Batch 64, 1 BLAS thread per worker; each run passes over the first " +
-         std::to_string(rows) +
-         " training rows once for the MLP, 10 times for softmax and 100 times for linear "
-         "regression (so every run lasts about half a second), medians of " +
-         std::to_string(runs) +
-         " runs. Each 1-worker engine run runs between two reference runs; *ratio* is the "
-         "median over the runs of the engine's samples/s over the mean of its two neighbours "
-         "(slowest-fastest in brackets). Evaluation is not timed. The engine's figure is "
-         "training wall time from the first assignment to the last step, every message "
-         "included.\n\n");
-    std::string torch_note;
-    bool torch_ok = with_torch && torch_rate("linear") > 0;  // also warms the page cache
-    if (!with_torch)
-      torch_note = "PyTorch not measured (--no-torch)";
-    else if (!torch_ok)
-      torch_note = "PyTorch not measured (/usr/bin/python3 without torch, or the script failed)";
-    emit(
-        "| model | reference samples/s | engine 1 worker + 1 shard | ratio (paired) | engine 2 "
-        "workers + 2 "
-        "shards | PyTorch 1 thread | engine 1w / PyTorch | engine 2w / PyTorch |\n");
-    emit("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    struct row_t {
-      std::string key, name, torch_key;
-      job_spec job;
-      /// Passes over the rows per run: the small models' runs would otherwise last a few ms, and
-      /// the engine's fixed start (assignment, replica, first pull) would be what is timed.
-      int epochs = 1;
-    };
-    // PyTorch's 2-trainer RPC parameter server (bench/torch/torch_rpc_ps.py) trains with plain SGD:
-    // the same optimizer here makes the 2-worker comparison with it like for like.
-    auto mlp_sgd = reference_mlp_job(1);
-    mlp_sgd.optim = optim_spec{};
-    mlp_sgd.optim.kind = "sgd";
-    mlp_sgd.optim.lr = 0.1f;
-    double two_sgd = 0;  // the SGD MLP row's 2-worker figure, against the RPC PS
-    struct floor_t {
-      std::string name;
-      double step_us, round_trip_us;  // the reference's step; CAF's bare request/response
-      double engine_step_us, ratio;   // the 1-worker engine's step; the paired ratio
-    };
-    std::vector<floor_t> floors;
-    std::string torch_spread;  // each row's slowest and fastest PyTorch run
-    std::vector<row_t> rows_list = {
-        {"adam", "MLP 784-256-10, Adam (the reference config)", "", reference_mlp_job(1), 1},
-        {"softmax", "softmax 784-10", "softmax", reference_softmax_job(1), 10},
-        {"linear", "linear 100 features", "linear", reference_linear_job(rows, 100, 1), 100},
-        {"sgd", "MLP 784-256-10, plain SGD 0.1 (PyTorch RPC PS's optimizer)", "mlp", mlp_sgd, 1}};
-    for (auto& r : rows_list) {
-      if (!only.empty() && only.find("," + r.key + ",") == std::string::npos) continue;
-      r.job.data.train_subset = rows;
-      r.job.epochs = r.epochs;
-      r.job.data.test_subset = 1000;
-      auto data = std::make_shared<job_data>(load_job_data(r.job));
-      fit_model_to_data(r.job, *data);
-      std::vector<double> ref, one, two, pt, rt, paired;
-      for (int i = 0; i < runs; ++i) {
-        // Each 1-worker run sits between two reference runs and is compared with their mean:
-        // this shared machine's speed drifts over seconds, and a pair a second apart sees the
-        // same machine (medians over all runs mix fast and slow moments).
-        double before = reference_train(r.job, *data).samples_per_s;
-        one.push_back(run_engine(sys, r.job, data, 1, 1).samples_per_s);
-        double after = reference_train(r.job, *data).samples_per_s;
-        ref.push_back(before);
-        ref.push_back(after);
-        paired.push_back(one.back() / ((before + after) / 2));
-        two.push_back(run_engine(sys, r.job, data, 2, 2).samples_per_s);
-        rt.push_back(caf_round_trip_us(sys, 20000));
-        if (torch_ok && !r.torch_key.empty()) pt.push_back(torch_rate(r.torch_key));
-      }
-      auto mref = median(ref), mone = median(one), mtwo = median(two);
-      auto [plo, phi] = std::minmax_element(paired.begin(), paired.end());
-      floors.push_back(
-          {r.name, 1e6 * r.job.batch / mref, median(rt), 1e6 * r.job.batch / mone, median(paired)});
-      if (r.key == "sgd") two_sgd = mtwo;
-      std::string t = "-", t1 = "-", t2 = "-";
-      if (!pt.empty() && median(pt) > 0) {
-        auto tr = median(pt);
-        auto [lo, hi] = std::minmax_element(pt.begin(), pt.end());
-        torch_spread +=
-            (torch_spread.empty() ? "" : ", ") + r.name + " " + fmt(*lo, 0) + "-" + fmt(*hi, 0);
-        t = fmt(tr, 0);
-        t1 = fmt(mone / tr, 2) + "x";
-        t2 = fmt(mtwo / tr, 2) + "x";
-      }
-      emit("| " + r.name + " | " + fmt(mref, 0) + " | " + fmt(mone, 0) + " | " +
-           fmt(median(paired), 2) + " (" + fmt(*plo, 2) + "-" + fmt(*phi, 2) + ") | " +
-           fmt(mtwo, 0) + " | " + t + " | " + t1 + " | " + t2 + " |\n");
-    }
-    if (!torch_note.empty()) emit("\n" + torch_note + ".\n");
-    double rpc_ps = 0;
-    if (torch_ok && two_sgd > 0) {
-      auto r = run_torch("torch_rpc_ps.py --trainers 2 --epochs 1");
-      rpc_ps = r.count("rpc_ps_mlp") ? r["rpc_ps_mlp"] : 0;
-    }
-    if (rpc_ps > 0)
-      emit(
-          "\nPyTorch's RPC parameter server, 1 PS + 2 async trainers on the MLP with plain SGD "
-          "lr 0.1 (`bench/torch/torch_rpc_ps.py`, 3 processes, 1 thread each, one epoch, "
-          "measured in this run): " +
-          fmt(rpc_ps, 0) +
-          " samples/s; the engine's 2 workers + 2 shards on the same MLP and optimizer (SGD "
-          "row): " +
-          fmt(two_sgd, 0) + " samples/s = " + fmt(two_sgd / rpc_ps, 2) + "x (goal: 2x).\n");
-    emit(
-        "\nPyTorch's 1-thread script (`bench/torch/torch_ref.py`, one epoch of the full data per "
-        "run, run between the engine's runs, median) trains the MLP with plain SGD lr 0.1, so it "
-        "is compared with the SGD row. Its runs spread widely on this shared machine (samples/s, "
-        "slowest-fastest: " +
-        torch_spread +
-        "), as do the engine's and the reference's: the medians of interleaved runs are what "
-        "compare.\n\n"
-        "What one message round trip costs against a step: a 1-worker engine step needs at least "
-        "one request and its response between the worker and the shard (push_pull), so its "
-        "samples/s can at best be step / (step + round trip) of the reference's. Measured in "
-        "the same run, between the runs above: two actors that do nothing but answer each other, "
-        "on the scheduler the engine uses (median of " +
-        std::to_string(runs) +
-        " x 20000 round trips). Steps are 64 / median samples/s. A small model's worker and "
-        "shard take turns on one scheduler thread, so everything the engine adds to a step "
-        "(messages, the shard's bookkeeping, progress reports) is in *engine - reference*; the "
-        "MLP's worker has a thread of its own and its shard's optimizer step runs beside it on "
-        "the other core.\n\n");
-    emit(
-        "| model | reference step us | engine step us | engine - reference us | CAF round trip "
-        "us | best possible ratio | ratio |\n");
-    emit("| --- | --- | --- | --- | --- | --- | --- |\n");
-    for (auto& f : floors)
-      emit("| " + f.name + " | " + fmt(f.step_us, 1) + " | " + fmt(f.engine_step_us, 1) + " | " +
-           fmt(f.engine_step_us - f.step_us, 1) + " | " + fmt(f.round_trip_us, 2) + " | " +
-           fmt(f.step_us / (f.step_us + f.round_trip_us), 2) + " | " + fmt(f.ratio, 2) + " |\n");
-  }
-  if (full) {
-    emit("## MLP 784-256-10 on Fashion-MNIST, async, " + std::to_string(full_epochs) +
-         " epochs (full data)\n\n");
-    emit("Reproduce: `actrain bench engine --full`. ");
-    emit("Hyper-parameters: " + describe_hparams(reference_mlp_job(full_epochs)) +
-         "; shards = 2; with more than one worker Adam's beta1 = 0 and lr x 0.7 (stale "
-         "gradients). The same recipe for every row. 15 epochs, not the reference's 10: async "
-         "workers push gradients up to 32+ updates stale, and each update is worth less; at 10 "
-         "epochs 8 workers ended at 0.877 (lr x 0.5: 0.876, x 0.35: 0.875, local aggregation of "
-         "the 8 workers' gradients: 0.862 at a third of the speed). Test accuracy on the 10,000 "
-         "test images.\n\n");
-    emit("| workers | test accuracy | test loss | samples/s | wall s | max staleness seen |\n");
-    emit("| --- | --- | --- | --- | --- | --- |\n");
-    auto job = reference_mlp_job(full_epochs);
-    auto data = std::make_shared<job_data>(load_job_data(job));
-    fit_model_to_data(job, *data);
-    for (int w : {1, 2, 4, 8}) {
-      if (only_workers && w != only_workers) continue;
-      // Several async workers push gradients ~workers-1 updates stale, and asynchrony acts like
-      // extra momentum: Adam's beta1 goes to 0 and its rate to 0.7x (measured in bench modes).
-      auto j = job;
-      if (w > 1) {
-        if (!keep_beta1) j.optim.beta1 = 0.f;
-        j.optim.lr *= lr_scale;
-      }
-      if (!stale.empty()) j.staleness.kind = stale;
-      j.local_aggregation = aggregate;
-      auto res = run_engine(sys, j, data, w, 2);
-      std::int64_t maxs = 0;
-      for (std::size_t i = 0; i < res.staleness_histogram.size(); ++i)
-        if (res.staleness_histogram[i] > 0) maxs = static_cast<std::int64_t>(i);
-      emit("| " + std::to_string(w) + " | " + fmt(res.test.accuracy, 4) + " | " +
-           fmt(res.test.loss, 4) + " | " + fmt(res.samples_per_s, 0) + " | " + fmt(res.seconds, 1) +
-           " | " + std::to_string(maxs) + " |\n");
-    }
-  }
-  if (!only.empty() || only_workers || full_epochs != 15 || lr_scale != 0.7f || keep_beta1 ||
-      aggregate || !stale.empty())
-    return 0;  // a partial table is not the record
-  update_doc_section(benchmarks_doc_path(), full ? "engine-full" : "engine", md.str());
+  if (o.full)
+    full_runs(sys, o, emit);
+  else
+    side_by_side(sys, o, emit);
+  if (o.experiment()) return 0;  // a partial table is not the record
+  update_doc_section(benchmarks_doc_path(), o.full ? "engine-full" : "engine", md.str());
   std::cout << "\nwritten to " << benchmarks_doc_path() << "\n";
   return 0;
 }

@@ -21,14 +21,6 @@
 namespace actrain {
 namespace {
 
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> out;
-  std::istringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
-  return out;
-}
-
 struct mode_t {
   std::string name, mode;
   int backup = 0, bound = 0;
@@ -109,87 +101,100 @@ run_t train_once(caf::actor_system& sys, job_spec job, const std::shared_ptr<job
   return r;
 }
 
-std::string img_dir() {
-  auto doc = benchmarks_doc_path();
-  auto slash = doc.find_last_of('/');
-  return (slash == std::string::npos ? std::string(".") : doc.substr(0, slash)) + "/img";
-}
-
-}  // namespace
-
-int bench_modes(const std::vector<std::string>& args) {
-  // 8 epochs: with 5, 8 stale async workers plateau at 0.85-0.86 whatever the rate (Adam 2.5e-4
-  // to 2e-3, SGD 0.05 to 0.3, momentum); with 8 and the stale tuning below every mode passes 0.87.
-  int epochs = 8, sim_steps = 200;
-  std::string only;  // --modes=async,sync: run only these (names as in the table)
+/// What `actrain bench modes` was asked for.
+struct modes_options {
+  // 8 epochs: with 5, 8 stale async workers plateau at 0.85-0.86 whatever the rate (Adam
+  // 2.5e-4 to 2e-3, SGD 0.05 to 0.3, momentum).
+  int epochs = 8;
+  int sim_steps = 200;
+  std::string only;  ///< --modes=async,sync: run only these (",async,sync,")
   std::vector<int> worker_counts{1, 2, 4, 8}, sim_counts{1, 2, 4, 8, 16, 32};
   bool doc = true;
-  try {
-    for (auto& a : args) {
-      if (a.rfind("--epochs=", 0) == 0)
-        epochs = std::stoi(a.substr(9));
-      else if (a.rfind("--workers=", 0) == 0)
-        worker_counts = parse_list(a.substr(10));
-      else if (a.rfind("--sim-workers=", 0) == 0)
-        sim_counts = parse_list(a.substr(14));
-      else if (a.rfind("--sim-steps=", 0) == 0)
-        sim_steps = std::stoi(a.substr(12));
-      else if (a == "--no-doc")
-        doc = false;
-      else if (a.rfind("--modes=", 0) == 0)
-        only = "," + a.substr(8) + ",";
-      else
-        throw std::invalid_argument(a);
-    }
-  } catch (const std::exception&) {
-    std::cerr << "bench modes: bad option (--epochs=N, --workers=1,2,4,8, "
-                 "--sim-workers=1,2,...,32, --sim-steps=N, --modes=async,ssp,sync,backup, "
-                 "--no-doc)\n";
-    return 2;
+};
+
+/// Throws std::invalid_argument naming the first option it does not know.
+modes_options parse_modes_options(const std::vector<std::string>& args) {
+  modes_options o;
+  for (auto& a : args) {
+    if (a.rfind("--epochs=", 0) == 0)
+      o.epochs = std::stoi(a.substr(9));
+    else if (a.rfind("--workers=", 0) == 0)
+      o.worker_counts = parse_int_list(a.substr(10));
+    else if (a.rfind("--sim-workers=", 0) == 0)
+      o.sim_counts = parse_int_list(a.substr(14));
+    else if (a.rfind("--sim-steps=", 0) == 0)
+      o.sim_steps = std::stoi(a.substr(12));
+    else if (a == "--no-doc")
+      o.doc = false;
+    else if (a.rfind("--modes=", 0) == 0)
+      o.only = "," + a.substr(8) + ",";
+    else
+      throw std::invalid_argument(a);
   }
-  caf::actor_system_config cfg;
-  prepare_config(cfg);
-  caf::actor_system sys{cfg};
-  set_blas_threads(1);
+  return o;
+}
 
-  // -- part 1: the MLP under every mode --------------------------------------------------------
-  auto job = reference_mlp_job(epochs);
-  job.eval_every = 1;
-  auto data = std::make_shared<job_data>(load_job_data(job));
-  fit_model_to_data(job, *data);
-  const std::vector<mode_t> modes{{"async", "async", 0, 0},
-                                  {"ssp s=2", "ssp", 0, 2},
-                                  {"sync", "sync", 0, 0},
-                                  {"sync+backup 1", "sync", 1, 0}};
-  std::cout << "bench modes: " << describe_hparams(job) << "\n";
-  std::vector<run_t> runs;
-  auto wanted = [&](const mode_t& m) {
-    auto key = m.backup > 0 ? std::string("backup") : m.mode;
-    return only.empty() || only.find("," + key + ",") != std::string::npos;
-  };
-  for (int w : worker_counts)
-    for (auto& m : modes) {
-      if (m.backup >= w || !wanted(m)) continue;
-      runs.push_back(train_once(sys, job, data, m, w, 0));
+struct sim_t {
+  std::string mode;
+  int workers;
+  double steps_per_s, ideal;
+};
+
+/// Everything the study ran: the MLP under every mode (runs), again with a straggler (slow),
+/// and the simulated-compute runs (sims).
+struct modes_study {
+  job_spec job, sim;
+  std::vector<mode_t> modes{{"async", "async", 0, 0},
+                            {"ssp s=2", "ssp", 0, 2},
+                            {"sync", "sync", 0, 0},
+                            {"sync+backup 1", "sync", 1, 0}};
+  std::vector<run_t> runs, slow;
+  std::vector<sim_t> sims;
+  int sw = 4;        ///< worker count of the straggler runs
+  double delay = 0;  ///< the straggler's extra seconds per step
+  double base = 0;   ///< steady samples/s of the first async run (speed-up = against it)
+};
+
+bool wanted(const modes_options& o, const mode_t& m) {
+  auto key = m.backup > 0 ? std::string("backup") : m.mode;
+  return o.only.empty() || o.only.find("," + key + ",") != std::string::npos;
+}
+
+/// Part 1: the MLP under every mode and worker count, then with one worker 4x slower than a
+/// worker of the async run with as many workers.
+void run_real(caf::actor_system& sys, const modes_options& o, modes_study& st) {
+  st.job = reference_mlp_job(o.epochs);
+  st.job.eval_every = 1;
+  auto data = std::make_shared<job_data>(load_job_data(st.job));
+  fit_model_to_data(st.job, *data);
+  std::cout << "bench modes: " << describe_hparams(st.job) << "\n";
+  for (int w : o.worker_counts)
+    for (auto& m : st.modes) {
+      if (m.backup >= w || !wanted(o, m)) continue;
+      st.runs.push_back(train_once(sys, st.job, data, m, w, 0));
     }
-  // The straggler: one worker 4x slower than a worker of the async run with as many workers.
-  int sw = 4;
-  if (std::find(worker_counts.begin(), worker_counts.end(), sw) == worker_counts.end())
-    sw = worker_counts.back();
+  st.sw = 4;
+  if (std::find(o.worker_counts.begin(), o.worker_counts.end(), st.sw) == o.worker_counts.end())
+    st.sw = o.worker_counts.back();
   double step_s = 0;
-  for (auto& r : runs)
-    if (r.mode == "async" && r.workers == sw && r.steady > 0)
-      step_s = sw * job.batch / r.steady;  // one worker's seconds per step
-  double delay = 3 * step_s;
-  std::cout << "straggler: worker " << sw - 1 << " of " << sw << " sleeps " << fmt(delay * 1e3, 2)
-            << " ms per step (3x a step of " << fmt(step_s * 1e3, 2) << " ms)\n";
-  std::vector<run_t> slow;
-  if (sw > 1)
-    for (auto& m : modes)
-      if (m.backup < sw && wanted(m)) slow.push_back(train_once(sys, job, data, m, sw, delay));
+  for (auto& r : st.runs)
+    if (r.mode == "async" && r.workers == st.sw && r.steady > 0)
+      step_s = st.sw * st.job.batch / r.steady;  // one worker's seconds per step
+  st.delay = 3 * step_s;
+  std::cout << "straggler: worker " << st.sw - 1 << " of " << st.sw << " sleeps "
+            << fmt(st.delay * 1e3, 2) << " ms per step (3x a step of " << fmt(step_s * 1e3, 2)
+            << " ms)\n";
+  if (st.sw > 1)
+    for (auto& m : st.modes)
+      if (m.backup < st.sw && wanted(o, m))
+        st.slow.push_back(train_once(sys, st.job, data, m, st.sw, st.delay));
+  for (auto& r : st.runs)
+    if (r.workers == o.worker_counts.front() && r.mode == "async") st.base = r.steady;
+}
 
-  // -- part 2: simulated compute ----------------------------------------------------------------
-  job_spec sim;
+/// Part 2: simulated compute (5 ms per step, a 17-parameter model): coordination overhead.
+void run_simulated(caf::actor_system& sys, const modes_options& o, modes_study& st) {
+  job_spec& sim = st.sim;
   sim.name = "simulated";
   sim.model.kind = "linear";
   sim.data.kind = "synthetic_linear";
@@ -201,38 +206,38 @@ int bench_modes(const std::vector<std::string>& args) {
   sim.simulated_compute_s = 0.005;
   sim.optim.kind = "sgd";
   sim.optim.lr = 0.01f;
-  struct sim_t {
-    std::string mode;
-    int workers;
-    double steps_per_s, ideal;
-  };
-  std::vector<sim_t> sims;
-  std::cout << "simulated compute 5 ms/step, " << sim_steps << " steps per worker:\n";
+  std::cout << "simulated compute 5 ms/step, " << o.sim_steps << " steps per worker:\n";
   for (auto& mode : {std::string("async"), std::string("sync")})
-    for (int w : sim_counts) {
+    for (int w : o.sim_counts) {
       auto j = sim;
       j.mode = mode;
       j.workers = w;
       j.shards = 1;  // a 17-parameter model: one shard, one barrier
-      j.data.rows = static_cast<std::int64_t>(w) * sim_steps * sim.batch;
+      j.data.rows = static_cast<std::int64_t>(w) * o.sim_steps * sim.batch;
       auto d = std::make_shared<job_data>(load_job_data(j));
       fit_model_to_data(j, *d);
       auto res = run_job(sys, j, d);
       double steps =
           res.seconds > 0 ? res.samples / static_cast<double>(sim.batch) / res.seconds : 0;
-      sims.push_back({mode, w, steps, w / sim.simulated_compute_s});
+      st.sims.push_back({mode, w, steps, w / sim.simulated_compute_s});
       std::cout << "  " << mode << " x" << w << ": " << fmt(steps, 0) << " steps/s of ideal "
                 << fmt(w / sim.simulated_compute_s, 0) << " ("
-                << fmt(100 * steps / sims.back().ideal, 1) << "%)"
+                << fmt(100 * steps / st.sims.back().ideal, 1) << "%)"
                 << (res.ok ? "" : " FAILED: " + res.error) << "\n"
                 << std::flush;
     }
+}
 
-  // -- the report --------------------------------------------------------------------------------
-  std::ostringstream md;
+std::int64_t late_slices(const run_t& r) {
+  std::int64_t late = 0;
+  for (auto& s : r.res.shards) late += s.dropped_late;
+  return late;
+}
+
+void describe_setup(std::ostringstream& md, const modes_options& o, const modes_study& st) {
   md << "## Sync vs async: one barrier mechanism, four modes\n\n"
-     << "Reproduce: `actrain bench modes --epochs=" << epochs << "`. " << describe_hparams(job)
-     << ", batch " << job.batch << " per worker, 2 shards, " << epochs
+     << "Reproduce: `actrain bench modes --epochs=" << o.epochs << "`. " << describe_hparams(st.job)
+     << ", batch " << st.job.batch << " per worker, 2 shards, " << o.epochs
      << " epochs over all 60,000 training rows, accuracy on the 10,000 test rows. Workers are "
         "detached threads on this 2-core machine, one BLAS thread each. *steady* is samples/s "
         "between 10% and 60% of the job (the coordinator's progress every 50 ms): rows are split "
@@ -240,59 +245,73 @@ int bench_modes(const std::vector<std::string>& args) {
         "tail says nothing about the mode. *whole* is samples over the whole wall time. Speed-up "
         "is steady throughput against 1 async worker in the same run. Sync runs scale Adam's "
         "rate by sqrt(K) and fit the cosine schedule to their K-times fewer steps; async and ssp "
-        "run the job's own Adam with the default staleness policy (sqrt step, corrected "
-        "momentum, delay compensation: section staleness). Sync workers send push_pull: the reply "
-        "to step "
+        "run the job's own Adam with the default staleness policy (corrected momentum: section "
+        "staleness). Sync workers send push_pull: the reply to step "
         "t's slice is step t+1's weights (one message each way per shard and step).\n\n";
-  double base = 0;
-  for (auto& r : runs)
-    if (r.workers == worker_counts.front() && r.mode == "async") base = r.steady;
+}
+
+void modes_table(std::ostringstream& md, const modes_study& st) {
   md << "| mode | workers | steady samples/s | speed-up | whole samples/s | wall s | test accuracy "
         "| late slices dropped |\n"
      << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
-  auto row = [&](const run_t& r) {
-    std::int64_t late = 0;
-    for (auto& s : r.res.shards) late += s.dropped_late;
+  for (auto& r : st.runs)
     md << "| " << r.mode << (r.straggler ? " + straggler" : "") << " | " << r.workers << " | "
-       << fmt(r.steady, 0) << " | " << (base > 0 ? fmt(r.steady / base, 2) + "x" : "-") << " | "
-       << fmt(r.res.samples_per_s, 0) << " | " << fmt(r.res.seconds, 1) << " | "
-       << (r.res.ok ? fmt(r.res.test.accuracy, 4) : "failed: " + r.res.error) << " | " << late
-       << " |\n";
-  };
-  for (auto& r : runs) row(r);
-  md << "\n### With a straggler (worker " << sw - 1 << " of " << sw << " 4x slower: +"
-     << fmt(delay * 1e3, 1) << " ms per step)\n\n"
+       << fmt(r.steady, 0) << " | " << (st.base > 0 ? fmt(r.steady / st.base, 2) + "x" : "-")
+       << " | " << fmt(r.res.samples_per_s, 0) << " | " << fmt(r.res.seconds, 1) << " | "
+       << (r.res.ok ? fmt(r.res.test.accuracy, 4) : "failed: " + r.res.error) << " | "
+       << late_slices(r) << " |\n";
+}
+
+/// The straggler table; returns each mode's steady rate with the straggler over without it.
+std::map<std::string, double> straggler_table(std::ostringstream& md, const modes_study& st) {
+  md << "\n### With a straggler (worker " << st.sw - 1 << " of " << st.sw << " 4x slower: +"
+     << fmt(st.delay * 1e3, 1) << " ms per step)\n\n"
      << "| mode | steady samples/s | without straggler | ratio | test accuracy | late slices "
         "dropped |\n"
      << "| --- | --- | --- | --- | --- | --- |\n";
   std::map<std::string, double> ratio;
-  double min_acc = 1;
-  for (auto& r : runs)
-    if (r.res.ok) min_acc = std::min(min_acc, r.res.test.accuracy);
-  for (auto& s : slow) {
+  for (auto& s : st.slow) {
     double without = 0;
-    for (auto& r : runs)
+    for (auto& r : st.runs)
       if (r.mode == s.mode && r.workers == s.workers) without = r.steady;
     ratio[s.mode] = without > 0 ? s.steady / without : 0;
-    if (s.res.ok) min_acc = std::min(min_acc, s.res.test.accuracy);
-    std::int64_t late = 0;
-    for (auto& x : s.res.shards) late += x.dropped_late;
     md << "| " << s.mode << " | " << fmt(s.steady, 0) << " | " << fmt(without, 0) << " | "
-       << fmt(ratio[s.mode], 2) << "x | " << fmt(s.res.test.accuracy, 4) << " | " << late << " |\n";
+       << fmt(ratio[s.mode], 2) << "x | " << fmt(s.res.test.accuracy, 4) << " | " << late_slices(s)
+       << " |\n";
   }
-  md << "\n### Simulated compute (5 ms per step, " << sim_steps
+  return ratio;
+}
+
+/// The simulated-compute table; returns each mode's fraction of ideal at the largest count.
+std::map<std::string, double> simulated_table(std::ostringstream& md, const modes_options& o,
+                                              const modes_study& st) {
+  md << "\n### Simulated compute (5 ms per step, " << o.sim_steps
      << " steps per worker, linear model): coordination overhead\n\n"
      << "| mode | workers | steps/s | ideal (workers / 5 ms) | of ideal |\n| --- | --- | --- | --- "
         "| --- |\n";
-  std::map<std::string, double> eff32;
-  for (auto& s : sims) {
+  std::map<std::string, double> eff;
+  for (auto& s : st.sims) {
     md << "| " << s.mode << " | " << s.workers << " | " << fmt(s.steps_per_s, 0) << " | "
        << fmt(s.ideal, 0) << " | " << fmt(100 * s.steps_per_s / s.ideal, 1) << "% |\n";
-    if (s.workers == sim_counts.back()) eff32[s.mode] = s.steps_per_s / s.ideal;
+    if (s.workers == o.sim_counts.back()) eff[s.mode] = s.steps_per_s / s.ideal;
   }
+  return eff;
+}
+
+double lowest_accuracy(const modes_study& st) {
+  double min_acc = 1;
+  for (auto* list : {&st.runs, &st.slow})
+    for (auto& r : *list)
+      if (r.res.ok) min_acc = std::min(min_acc, r.res.test.accuracy);
+  return min_acc;
+}
+
+void findings(std::ostringstream& md, const modes_options& o, const modes_study& st,
+              std::map<std::string, double>& ratio, std::map<std::string, double>& eff) {
   auto verdict = [](bool ok) { return ok ? "met" : "NOT met"; };
+  double min_acc = lowest_accuracy(st);
   md << "\n### What the figures show\n\n"
-     << "- With one worker of " << sw << " slowed 4x, async keeps " << fmt(ratio["async"], 2)
+     << "- With one worker of " << st.sw << " slowed 4x, async keeps " << fmt(ratio["async"], 2)
      << "x and sync+backup " << fmt(ratio["sync+backup 1"], 2)
      << "x of their throughput without it, while plain sync drops to " << fmt(ratio["sync"], 2)
      << "x (every step waits for the slowest worker) and ssp to " << fmt(ratio["ssp s=2"], 2)
@@ -304,10 +323,10 @@ int bench_modes(const std::vector<std::string>& args) {
      << " (goal >= 0.87: " << verdict(min_acc >= 0.87)
      << "). Async and ssp lose most with many workers: each gradient is "
         "about workers-1 updates stale.\n"
-     << "- With simulated compute, " << sim_counts.back() << " workers reach "
-     << fmt(100 * eff32["async"], 1) << "% of ideal in async and " << fmt(100 * eff32["sync"], 1)
-     << "% in sync (goals 90% and 80%: " << verdict(eff32["async"] >= 0.9) << ", "
-     << verdict(eff32["sync"] >= 0.8)
+     << "- With simulated compute, " << o.sim_counts.back() << " workers reach "
+     << fmt(100 * eff["async"], 1) << "% of ideal in async and " << fmt(100 * eff["sync"], 1)
+     << "% in sync (goals 90% and 80%: " << verdict(eff["async"] >= 0.9) << ", "
+     << verdict(eff["sync"] >= 0.8)
      << "). Simulated compute sleeps, so these figures measure the actors' coordination, not "
         "this machine's 2 cores.\n"
      << "- On real compute, 2 cores cap the speed-up near 2x: more workers than cores add "
@@ -317,31 +336,29 @@ int bench_modes(const std::vector<std::string>& args) {
         "time](img/modes-loss-time.svg) "
         "![throughput vs workers](img/modes-throughput.svg) ![speed-up](img/modes-speedup.svg) "
         "![simulated compute](img/modes-simulated.svg)\n";
-  std::cout << "\n" << md.str();
+}
 
-  if (!doc) return 0;
-  update_doc_section(benchmarks_doc_path(), "modes", md.str());
-  // Plots: curves of the runs with `sw` workers (with and without the straggler).
-  auto dir = img_dir();
-  std::filesystem::create_directories(dir);
-  observe::plot_spec acc_t{"Test accuracy vs wall time (" + std::to_string(sw) + " workers)",
-                           "seconds",
-                           "test accuracy",
-                           {},
-                           640,
-                           400};
-  observe::plot_spec acc_s{"Test accuracy vs samples (" + std::to_string(sw) + " workers)",
-                           "samples",
-                           "test accuracy",
-                           {},
-                           640,
-                           400};
-  observe::plot_spec loss_t{"Train loss vs wall time (" + std::to_string(sw) + " workers)",
-                            "seconds",
-                            "train loss",
-                            {},
-                            640,
-                            400};
+std::string modes_report(const modes_options& o, const modes_study& st) {
+  std::ostringstream md;
+  describe_setup(md, o, st);
+  modes_table(md, st);
+  auto ratio = straggler_table(md, st);
+  auto eff = simulated_table(md, o, st);
+  findings(md, o, st, ratio, eff);
+  return md.str();
+}
+
+observe::plot_spec plot(std::string title, std::string x, std::string y) {
+  return {std::move(title), std::move(x), std::move(y), {}, 640, 400};
+}
+
+/// Curves of the runs with `sw` workers (with and without the straggler): accuracy against time
+/// and samples, train loss against time.
+void write_curve_plots(const modes_study& st, const std::string& dir) {
+  auto n = " (" + std::to_string(st.sw) + " workers)";
+  auto acc_t = plot("Test accuracy vs wall time" + n, "seconds", "test accuracy");
+  auto acc_s = plot("Test accuracy vs samples" + n, "samples", "test accuracy");
+  auto loss_t = plot("Train loss vs wall time" + n, "seconds", "train loss");
   auto curves = [&](const run_t& r) {
     observe::plot_series a{r.mode + (r.straggler ? " + straggler" : ""), {}, {}, ""};
     auto b = a, c = a;
@@ -357,47 +374,78 @@ int bench_modes(const std::vector<std::string>& args) {
     acc_s.series.push_back(b);
     loss_t.series.push_back(c);
   };
-  for (auto& r : runs)
-    if (r.workers == sw) curves(r);
-  for (auto& s : slow) curves(s);
-  observe::plot_spec thr{"Steady throughput vs workers", "workers", "samples/s", {}, 640, 400};
-  observe::plot_spec spd{
-      "Speed-up vs workers (against 1 async worker)", "workers", "speed-up", {}, 640, 400};
-  for (auto& m : modes) {
+  for (auto& r : st.runs)
+    if (r.workers == st.sw) curves(r);
+  for (auto& s : st.slow) curves(s);
+  observe::write_svg_plot(dir + "/modes-accuracy-time.svg", acc_t);
+  observe::write_svg_plot(dir + "/modes-accuracy-samples.svg", acc_s);
+  observe::write_svg_plot(dir + "/modes-loss-time.svg", loss_t);
+}
+
+/// Steady throughput and speed-up against workers per mode, and the simulated-compute rates.
+void write_scaling_plots(const modes_options& o, const modes_study& st, const std::string& dir) {
+  auto thr = plot("Steady throughput vs workers", "workers", "samples/s");
+  auto spd = plot("Speed-up vs workers (against 1 async worker)", "workers", "speed-up");
+  for (auto& m : st.modes) {
     observe::plot_series t{m.name, {}, {}, ""}, s{m.name, {}, {}, ""};
-    for (auto& r : runs)
+    for (auto& r : st.runs)
       if (r.mode == m.name) {
         t.xs.push_back(r.workers);
         t.ys.push_back(r.steady);
         s.xs.push_back(r.workers);
-        s.ys.push_back(base > 0 ? r.steady / base : 0);
+        s.ys.push_back(st.base > 0 ? r.steady / st.base : 0);
       }
     thr.series.push_back(t);
     spd.series.push_back(s);
   }
-  observe::plot_spec simp{
-      "Simulated compute 5 ms/step: steps/s vs workers", "workers", "steps/s", {}, 640, 400};
+  auto simp = plot("Simulated compute 5 ms/step: steps/s vs workers", "workers", "steps/s");
   observe::plot_series ideal{"ideal (workers / 5 ms)", {}, {}, ""};
-  for (int w : sim_counts) {
+  for (int w : o.sim_counts) {
     ideal.xs.push_back(w);
-    ideal.ys.push_back(w / sim.simulated_compute_s);
+    ideal.ys.push_back(w / st.sim.simulated_compute_s);
   }
   simp.series.push_back(ideal);
   for (auto& mode : {std::string("async"), std::string("sync")}) {
     observe::plot_series s{mode, {}, {}, ""};
-    for (auto& x : sims)
+    for (auto& x : st.sims)
       if (x.mode == mode) {
         s.xs.push_back(x.workers);
         s.ys.push_back(x.steps_per_s);
       }
     simp.series.push_back(s);
   }
-  observe::write_svg_plot(dir + "/modes-accuracy-time.svg", acc_t);
-  observe::write_svg_plot(dir + "/modes-accuracy-samples.svg", acc_s);
-  observe::write_svg_plot(dir + "/modes-loss-time.svg", loss_t);
   observe::write_svg_plot(dir + "/modes-throughput.svg", thr);
   observe::write_svg_plot(dir + "/modes-speedup.svg", spd);
   observe::write_svg_plot(dir + "/modes-simulated.svg", simp);
+}
+
+}  // namespace
+
+int bench_modes(const std::vector<std::string>& args) {
+  modes_options o;
+  try {
+    o = parse_modes_options(args);
+  } catch (const std::exception&) {
+    std::cerr << "bench modes: bad option (--epochs=N, --workers=1,2,4,8, "
+                 "--sim-workers=1,2,...,32, --sim-steps=N, --modes=async,ssp,sync,backup, "
+                 "--no-doc)\n";
+    return 2;
+  }
+  caf::actor_system_config cfg;
+  prepare_config(cfg);
+  caf::actor_system sys{cfg};
+  set_blas_threads(1);
+  modes_study st;
+  run_real(sys, o, st);
+  run_simulated(sys, o, st);
+  auto md = modes_report(o, st);
+  std::cout << "\n" << md;
+  if (!o.doc) return 0;
+  update_doc_section(benchmarks_doc_path(), "modes", md);
+  auto dir = benchmarks_img_dir();
+  std::filesystem::create_directories(dir);
+  write_curve_plots(st, dir);
+  write_scaling_plots(o, st, dir);
   std::cout << "wrote " << benchmarks_doc_path() << " (section modes) and " << dir
             << "/modes-*.svg\n";
   return 0;

@@ -6,6 +6,7 @@
 #include "bench/bench_staleness.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -55,13 +56,6 @@ struct options {
   bool doc = true;
 };
 
-std::vector<int> parse_ints(const std::string& s) {
-  std::vector<int> out;
-  std::istringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
-  return out;
-}
-
 std::vector<std::string> parse_words(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);
@@ -75,7 +69,7 @@ options parse(const std::vector<std::string>& args) {
     if (a.rfind("--epochs=", 0) == 0)
       o.epochs = std::stoi(a.substr(9));
     else if (a.rfind("--workers=", 0) == 0)
-      o.workers = parse_ints(a.substr(10));
+      o.workers = parse_int_list(a.substr(10));
     else if (a.rfind("--optims=", 0) == 0)
       o.optims = parse_words(a.substr(9));
     else if (a.rfind("--schedule=", 0) == 0)
@@ -249,12 +243,6 @@ part_t run_part(caf::actor_system& sys, const options& o, const std::string& opt
   return p;
 }
 
-std::string img_dir() {
-  auto doc = benchmarks_doc_path();
-  auto slash = doc.find_last_of('/');
-  return (slash == std::string::npos ? std::string(".") : doc.substr(0, slash)) + "/img";
-}
-
 /// Test accuracy against samples for every rule, sync and the reference at `w` workers.
 std::string write_plot(const part_t& p, int w) {
   observe::plot_spec spec;
@@ -277,7 +265,8 @@ std::string write_plot(const part_t& p, int w) {
     for (auto& r : runs)
       if (r.workers == w) add(r);
   auto file = "staleness-" + p.optim + "-" + std::to_string(w) + "w.svg";
-  observe::write_svg_plot(img_dir() + "/" + file, spec);
+  std::filesystem::create_directories(benchmarks_img_dir());
+  observe::write_svg_plot(benchmarks_img_dir() + "/" + file, spec);
   return file;
 }
 

@@ -19,6 +19,7 @@
 
 #include <actrain/cluster.hpp>
 #include "bench/doc_section.hpp"
+#include "bench/median.hpp"
 #include "cluster/chunking.hpp"
 
 namespace actrain {
@@ -28,11 +29,6 @@ namespace {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using clk = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 template <class F>
 double time_s(F f) {
@@ -148,169 +144,212 @@ struct row {
   double raw_gbs, caf_gbs, chunked_gbs;
 };
 
-}  // namespace
+struct sweep_point {
+  std::size_t mib;
+  int window;
+  double gbs;
+};
 
-int bench_wire(const std::vector<std::string>& args) {
-  int reps = 5;
-  for (std::size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == "--reps") reps = std::max(1, std::stoi(args[i + 1]));
+const std::vector<std::size_t> sizes_mb{1, 16, 64};
+
+/// The second process of the measurement, forked before any thread exists; its raw TCP and CAF
+/// ports come back through a pipe.
+struct server_process {
+  pid_t pid = -1;
+  std::uint16_t ports[2] = {0, 0};
+};
+
+server_process start_server() {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("bench wire: pipe failed");
-  // Fork before any thread exists; the child is the second process of the measurement.
-  pid_t pid = ::fork();
-  if (pid == 0) {
+  server_process sp;
+  sp.pid = ::fork();
+  if (sp.pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the measuring process
     ::close(fds[0]);
     ::_exit(run_server(fds[1]));
   }
   ::close(fds[1]);
-  std::uint16_t ports[2] = {0, 0};
-  if (::read(fds[0], ports, sizeof ports) != sizeof ports) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
+  if (::read(fds[0], sp.ports, sizeof sp.ports) != sizeof sp.ports) {
+    ::kill(sp.pid, SIGKILL);
+    ::waitpid(sp.pid, nullptr, 0);
     throw std::runtime_error("bench wire: the server process did not start");
   }
   ::close(fds[0]);
-  std::vector<std::size_t> sizes_mb{1, 16, 64};
-  std::vector<row> rows;
-  double raw_rtt = 0, caf_rtt = 0;
-  struct sweep_point {
-    std::size_t mib;
-    int window;
-    double gbs;
+  return sp;
+}
+
+/// Raw TCP: push, pull and push_pull of each size (one row each), then small round trips.
+/// Returns the median small-message round trip in seconds.
+double measure_raw(std::uint16_t port, int reps, std::vector<row>& rows) {
+  asio::io_context io;
+  tcp::socket sock(io);
+  sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  sock.set_option(tcp::no_delay(true));
+  std::vector<char> buf(64u << 20, 1);
+  auto raw = [&](char op, std::uint64_t n) {
+    asio::write(sock, asio::buffer(&op, 1));
+    asio::write(sock, asio::buffer(&n, sizeof n));
+    if (op == 'P' || op == 'X') asio::write(sock, asio::buffer(buf.data(), n));
+    if (op == 'P')
+      asio::read(sock, asio::buffer(&op, 1));
+    else
+      asio::read(sock, asio::buffer(buf.data(), n));
   };
-  std::vector<sweep_point> sweep;
-  {
-    asio::io_context io;
-    tcp::socket sock(io);
-    sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), ports[0]));
-    sock.set_option(tcp::no_delay(true));
-    std::vector<char> buf(64u << 20, 1);
-    auto raw = [&](char op, std::uint64_t n) {
-      asio::write(sock, asio::buffer(&op, 1));
-      asio::write(sock, asio::buffer(&n, sizeof n));
-      if (op == 'P' || op == 'X') asio::write(sock, asio::buffer(buf.data(), n));
-      if (op == 'P')
-        asio::read(sock, asio::buffer(&op, 1));
-      else
-        asio::read(sock, asio::buffer(buf.data(), n));
-    };
-    for (auto mb : sizes_mb) {
-      std::uint64_t n = mb << 20;
-      for (auto [op, name] : {std::pair{'P', "push"}, {'L', "pull"}, {'X', "push_pull"}}) {
-        std::vector<double> t;
-        raw(op, n);  // warm-up
-        for (int r = 0; r < reps; ++r) t.push_back(time_s([&] { raw(op, n); }));
-        rows.push_back({name, mb, (op == 'X' ? 2.0 : 1.0) * n / median(t) / 1e9, 0, 0});
-      }
+  for (auto mb : sizes_mb) {
+    std::uint64_t n = mb << 20;
+    for (auto [op, name] : {std::pair{'P', "push"}, {'L', "pull"}, {'X', "push_pull"}}) {
+      std::vector<double> t;
+      raw(op, n);  // warm-up
+      for (int r = 0; r < reps; ++r) t.push_back(time_s([&] { raw(op, n); }));
+      rows.push_back({name, mb, (op == 'X' ? 2.0 : 1.0) * n / median(t) / 1e9, 0, 0});
     }
-    std::vector<double> t;
-    for (int r = 0; r < 2000; ++r) {
-      char op = 'R';
-      t.push_back(time_s([&] {
-        asio::write(sock, asio::buffer(&op, 1));
-        asio::read(sock, asio::buffer(&op, 1));
-      }));
-    }
-    raw_rtt = median(t);
-    char q = 'Q';
-    asio::write(sock, asio::buffer(&q, 1));
   }
-  {
-    caf::actor_system_config cfg;
-    prepare_cluster_config(cfg, cluster_options{});
-    caf::actor_system sys{cfg};
-    auto srv = sys.middleman().remote_actor("127.0.0.1", ports[1]);
-    if (!srv) throw std::runtime_error("bench wire: " + sys.render(srv.error()));
-    caf::scoped_actor self{sys};
-    auto fail = [](caf::error& e) { throw std::runtime_error("bench wire: " + describe_error(e)); };
-    // One handler per reply type: a handler that matches nothing would wait for the timeout.
-    auto call = [&](auto on_reply, auto... xs) {
-      self->request(*srv, std::chrono::seconds(30), xs...).receive(on_reply, fail);
+  std::vector<double> t;
+  for (int r = 0; r < 2000; ++r) {
+    char op = 'R';
+    t.push_back(time_s([&] {
+      asio::write(sock, asio::buffer(&op, 1));
+      asio::read(sock, asio::buffer(&op, 1));
+    }));
+  }
+  char q = 'Q';
+  asio::write(sock, asio::buffer(&q, 1));
+  return median(t);
+}
+
+/// The CAF side: a scoped actor talking to the server process's wire_server.
+struct caf_client {
+  caf::scoped_actor& self;
+  caf::actor srv;
+  int reps;
+
+  [[noreturn]] static void fail(caf::error& e) {
+    throw std::runtime_error("bench wire: " + describe_error(e));
+  }
+  /// One request to the server; one handler per reply type (a handler that matches nothing
+  /// would wait for the timeout).
+  template <class OnReply, class... Ts>
+  void call(OnReply on_reply, Ts... xs) {
+    self->request(srv, std::chrono::seconds(30), xs...).receive(on_reply, [](caf::error& e) {
+      fail(e);
+    });
+  }
+  /// A shard_gateway in front of a sink shard of `floats` values, there.
+  chunked_shard_actor gateway_for(std::int64_t floats, const chunk_options& o) {
+    chunked_shard_actor g;
+    self->request(srv, std::chrono::seconds(30), caf::get_atom::value, floats,
+                  static_cast<std::int64_t>(o.chunk_bytes), static_cast<std::int32_t>(o.window))
+        .receive([&](chunked_shard_actor& x) { g = std::move(x); }, [](caf::error& e) { fail(e); });
+    return g;
+  }
+  /// Median seconds of push (k = 0), pull (1) or push_pull (2) of `t` through `to`.
+  double time_op(const shard_actor& to, const tensor& t, int k) {
+    gradient g{0, 0, 0, 64, t};
+    auto on_error = [](caf::error& e) { fail(e); };
+    auto once = [&] {
+      if (k == 0)
+        self->request(to, std::chrono::seconds(30), push_atom::value, g)
+            .receive([](push_ack&) {}, on_error);
+      else if (k == 1)
+        self->request(to, std::chrono::seconds(30), pull_atom::value, pull_request{0, 0})
+            .receive([](weights&) {}, on_error);
+      else
+        self->request(to, std::chrono::seconds(30), push_pull_atom::value, g)
+            .receive([](weights&) {}, on_error);
     };
-    auto got_size = [](std::int64_t) {};
-    auto got_tensor = [](tensor&) {};
-    auto got_tick = [](std::int32_t) {};
-    std::size_t i = 0;
-    for (auto mb : sizes_mb) {
-      auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
-      tensor t(std::vector<float>(static_cast<std::size_t>(floats), 0.25f));
-      for (int k = 0; k < 3; ++k, ++i) {
-        std::vector<double> ts;
-        auto once = [&] {
-          if (k == 0)
-            call(got_size, push_atom::value, t);
-          else if (k == 1)
-            call(got_tensor, pull_atom::value, floats);
-          else
-            call(got_tensor, push_pull_atom::value, t);
-        };
-        once();
-        for (int r = 0; r < reps; ++r) ts.push_back(time_s(once));
-        rows[i].caf_gbs = (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / median(ts) / 1e9;
-      }
-    }
-    // The path training takes: a proxy here, chunks over BASP, a gateway in front of the shard
-    // there (cluster/chunking.hpp), with the cluster defaults.
-    auto gateway_for = [&](std::int64_t floats, const chunk_options& o) {
-      chunked_shard_actor g;
-      self->request(*srv, std::chrono::seconds(30), caf::get_atom::value, floats,
-                    static_cast<std::int64_t>(o.chunk_bytes), static_cast<std::int32_t>(o.window))
-          .receive([&](chunked_shard_actor& x) { g = std::move(x); }, fail);
-      return g;
-    };
-    auto time_ops = [&](const shard_actor& to, const tensor& t, int k) {
-      gradient g{0, 0, 0, 64, t};
+    once();
+    std::vector<double> ts;
+    for (int r = 0; r < reps; ++r) ts.push_back(time_s(once));
+    return median(ts);
+  }
+};
+
+tensor filled_tensor(std::int64_t floats) {
+  return tensor(std::vector<float>(static_cast<std::size_t>(floats), 0.25f));
+}
+
+/// Each size as one BASP message to a plain actor (rows[].caf_gbs).
+void measure_one_message(caf_client& c, std::vector<row>& rows) {
+  auto got_size = [](std::int64_t) {};
+  auto got_tensor = [](tensor&) {};
+  std::size_t i = 0;
+  for (auto mb : sizes_mb) {
+    auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
+    auto t = filled_tensor(floats);
+    for (int k = 0; k < 3; ++k, ++i) {
       auto once = [&] {
         if (k == 0)
-          self->request(to, std::chrono::seconds(30), push_atom::value, g)
-              .receive([](push_ack&) {}, fail);
+          c.call(got_size, push_atom::value, t);
         else if (k == 1)
-          self->request(to, std::chrono::seconds(30), pull_atom::value, pull_request{0, 0})
-              .receive([](weights&) {}, fail);
+          c.call(got_tensor, pull_atom::value, floats);
         else
-          self->request(to, std::chrono::seconds(30), push_pull_atom::value, g)
-              .receive([](weights&) {}, fail);
+          c.call(got_tensor, push_pull_atom::value, t);
       };
       once();
       std::vector<double> ts;
-      for (int r = 0; r < reps; ++r) ts.push_back(time_s(once));
-      return median(ts);
-    };
-    std::vector<caf::actor> proxies;
-    i = 0;
-    for (auto mb : sizes_mb) {
-      auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
-      tensor t(std::vector<float>(static_cast<std::size_t>(floats), 0.25f));
-      shard_actor proxy = sys.spawn(shard_proxy, gateway_for(floats, chunk_options{}), floats,
-                                    chunk_options{}, caf::actor{});
-      proxies.push_back(caf::actor_cast<caf::actor>(proxy));
-      for (int k = 0; k < 3; ++k, ++i)
-        rows[i].chunked_gbs =
-            (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / time_ops(proxy, t, k) / 1e9;
+      for (int r = 0; r < c.reps; ++r) ts.push_back(time_s(once));
+      rows[i].caf_gbs = (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / median(ts) / 1e9;
     }
-    // Chunk size and window (on both sides) for 64 MB push_pulls: chunks each way.
-    auto floats64 = static_cast<std::int64_t>((64u << 20) / sizeof(float));
-    tensor t64(std::vector<float>(static_cast<std::size_t>(floats64), 0.25f));
-    for (auto [mib, window] :
-         {std::pair<std::size_t, int>{1, 2}, {1, 4}, {2, 2}, {2, 4}, {4, 2}, {4, 4}, {8, 2}}) {
-      chunk_options o;
-      o.chunk_bytes = mib << 20;
-      o.window = window;
-      shard_actor proxy =
-          sys.spawn(shard_proxy, gateway_for(floats64, o), floats64, o, caf::actor{});
-      proxies.push_back(caf::actor_cast<caf::actor>(proxy));
-      sweep.push_back(
-          {mib, window, 2.0 * static_cast<double>(64u << 20) / time_ops(proxy, t64, 2) / 1e9});
-    }
-    for (auto& p : proxies) self->send_exit(p, caf::exit_reason::user_shutdown);
-    std::vector<double> ts;
-    for (int r = 0; r < 2000; ++r) ts.push_back(time_s([&] { call(got_tick, tick_atom::value); }));
-    caf_rtt = median(ts);
-    self->send(*srv, stop_atom::value);
   }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+}
+
+/// The path training takes: a proxy here, chunks over BASP, a gateway in front of the shard
+/// there (cluster/chunking.hpp), with the cluster defaults (rows[].chunked_gbs); then chunk
+/// size x window (on both sides) for 64 MB push_pulls.
+std::vector<sweep_point> measure_chunked(caf::actor_system& sys, caf_client& c,
+                                         std::vector<row>& rows) {
+  std::vector<caf::actor> proxies;
+  std::size_t i = 0;
+  for (auto mb : sizes_mb) {
+    auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
+    auto t = filled_tensor(floats);
+    shard_actor proxy = sys.spawn(shard_proxy, c.gateway_for(floats, chunk_options{}), floats,
+                                  chunk_options{}, caf::actor{});
+    proxies.push_back(caf::actor_cast<caf::actor>(proxy));
+    for (int k = 0; k < 3; ++k, ++i)
+      rows[i].chunked_gbs =
+          (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / c.time_op(proxy, t, k) / 1e9;
+  }
+  std::vector<sweep_point> sweep;
+  auto floats64 = static_cast<std::int64_t>((64u << 20) / sizeof(float));
+  auto t64 = filled_tensor(floats64);
+  for (auto [mib, window] :
+       {std::pair<std::size_t, int>{1, 2}, {1, 4}, {2, 2}, {2, 4}, {4, 2}, {4, 4}, {8, 2}}) {
+    chunk_options o;
+    o.chunk_bytes = mib << 20;
+    o.window = window;
+    shard_actor proxy =
+        sys.spawn(shard_proxy, c.gateway_for(floats64, o), floats64, o, caf::actor{});
+    proxies.push_back(caf::actor_cast<caf::actor>(proxy));
+    sweep.push_back(
+        {mib, window, 2.0 * static_cast<double>(64u << 20) / c.time_op(proxy, t64, 2) / 1e9});
+  }
+  for (auto& p : proxies) c.self->send_exit(p, caf::exit_reason::user_shutdown);
+  return sweep;
+}
+
+/// Everything through CAF; returns the median small-message round trip in seconds.
+double measure_caf(std::uint16_t port, int reps, std::vector<row>& rows,
+                   std::vector<sweep_point>& sweep) {
+  caf::actor_system_config cfg;
+  prepare_cluster_config(cfg, cluster_options{});
+  caf::actor_system sys{cfg};
+  auto srv = sys.middleman().remote_actor("127.0.0.1", port);
+  if (!srv) throw std::runtime_error("bench wire: " + sys.render(srv.error()));
+  caf::scoped_actor self{sys};
+  caf_client c{self, *srv, reps};
+  measure_one_message(c, rows);
+  sweep = measure_chunked(sys, c, rows);
+  std::vector<double> ts;
+  auto got_tick = [](std::int32_t) {};
+  for (int r = 0; r < 2000; ++r) ts.push_back(time_s([&] { c.call(got_tick, tick_atom::value); }));
+  self->send(*srv, stop_atom::value);
+  return median(ts);
+}
+
+std::string wire_report(int reps, const std::vector<row>& rows,
+                        const std::vector<sweep_point>& sweep, double raw_rtt, double caf_rtt) {
   std::ostringstream md;
   md << std::fixed << std::setprecision(2);
   md << "`actrain bench wire` (two processes on 127.0.0.1, medians of " << reps
@@ -333,8 +372,25 @@ int bench_wire(const std::vector<std::string>& args) {
   md << ".\n"
      << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6 << " us, CAF "
      << caf_rtt * 1e6 << " us.\n";
-  std::cout << md.str();
-  update_doc_section(benchmarks_doc_path(), "wire", md.str());
+  return md.str();
+}
+
+}  // namespace
+
+int bench_wire(const std::vector<std::string>& args) {
+  int reps = 5;
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--reps") reps = std::max(1, std::stoi(args[i + 1]));
+  auto server = start_server();
+  std::vector<row> rows;
+  std::vector<sweep_point> sweep;
+  double raw_rtt = measure_raw(server.ports[0], reps, rows);
+  double caf_rtt = measure_caf(server.ports[1], reps, rows, sweep);
+  int status = 0;
+  ::waitpid(server.pid, &status, 0);
+  auto md = wire_report(reps, rows, sweep, raw_rtt, caf_rtt);
+  std::cout << md;
+  update_doc_section(benchmarks_doc_path(), "wire", md);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 

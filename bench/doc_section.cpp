@@ -52,4 +52,17 @@ std::string benchmarks_doc_path() {
   return std::string(src ? src : ".") + "/docs/benchmarks.md";
 }
 
+std::string benchmarks_img_dir() {
+  auto doc = benchmarks_doc_path();
+  auto slash = doc.find_last_of('/');
+  return (slash == std::string::npos ? std::string(".") : doc.substr(0, slash)) + "/img";
+}
+
+std::vector<int> parse_int_list(const std::string& s) {
+  std::vector<int> out;
+  std::istringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
 }  // namespace actrain

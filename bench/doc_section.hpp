@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <vector>
 
 namespace actrain {
 
@@ -14,5 +15,11 @@ void update_doc_section(const std::string& path, const std::string& name, const 
 
 /// docs/benchmarks.md of the source tree (ACTRAIN_SOURCE_DIR, else the current directory).
 std::string benchmarks_doc_path();
+
+/// docs/img beside benchmarks_doc_path(): where benchmarks write their plots.
+std::string benchmarks_img_dir();
+
+/// "1,2,4" -> {1, 2, 4}; throws std::invalid_argument on an item that is not a number.
+std::vector<int> parse_int_list(const std::string& s);
 
 }  // namespace actrain
