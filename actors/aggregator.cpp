@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include <actrain/engine.hpp>
 #include <actrain/job.hpp>
 #include "actors/held_pulls.hpp"
 
@@ -129,6 +130,7 @@ shard_actor::behavior_type aggregator(shard_actor::stateful_pointer<aggregator_s
   st.active.assign(n, true);
   st.arrived.assign(n, false);
   st.last_step.assign(n, unseen);
+  if (st.cfg.slice > 0) st.sum.expect_size(st.cfg.slice);
   self->monitor(st.cfg.front);
   self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
   return {
@@ -171,10 +173,13 @@ std::vector<shard_actor> make_aggregators(caf::actor_system& sys, const job_spec
                                           const topology& topo,
                                           const std::vector<shard_actor>& fronts) {
   if (!topo.aggregators) return fronts;
+  auto ranges = job_ranges(job);
   std::vector<shard_actor> out;
-  for (auto& f : fronts) {
+  for (std::size_t s = 0; s < fronts.size(); ++s) {
+    auto& f = fronts[s];
     aggregator_config c;
     c.front = f;
+    if (s < ranges.size()) c.slice = static_cast<std::size_t>(ranges[s].end - ranges[s].begin);
     c.group = 0;
     c.first_worker = 0;
     c.members = job.workers;

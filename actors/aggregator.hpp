@@ -19,6 +19,9 @@ struct aggregator_config {
       0;  ///< workers first_worker .. first_worker + members - 1 belong here
   std::int32_t members = 1;
   std::chrono::milliseconds timeout{60000};  ///< requests to the front
+  /// Values in the front's slice: a push of any other length is refused. 0: the first push
+  /// decides (tests only; make_aggregators always sets it).
+  std::size_t slice = 0;
 };
 
 /// What an aggregator keeps. One step is open at a time: a member's pull for its next step waits

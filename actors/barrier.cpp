@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <actrain/engine.hpp>
 #include <actrain/job.hpp>
 #include "actors/held_pulls.hpp"
 
@@ -65,12 +66,17 @@ void release(self_ptr self) {
       [self](auto& h) { answer(self, h.req, h.promise); });
 }
 
-caf::result<weights> on_pull(self_ptr self, const pull_request& r) {
-  auto p = self->make_response_promise<weights>();
+/// Answers `r` through `p` now, or holds it until it is answerable.
+void pull_into(self_ptr self, const pull_request& r, caf::typed_response_promise<weights> p) {
   if (answerable(self->state, r))
     answer(self, r, p);
   else
     self->state.held.push_back({r, p});
+}
+
+caf::result<weights> on_pull(self_ptr self, const pull_request& r) {
+  auto p = self->make_response_promise<weights>();
+  pull_into(self, r, p);
   return p;
 }
 
@@ -180,6 +186,7 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
   st.clock.assign(n, 0);
   st.active.assign(n, true);
   st.arrived.assign(n, false);
+  if (st.cfg.slice > 0) st.sum.expect_size(st.cfg.slice);
   // The shard's version when training starts tells late slices from current ones.
   self->request(st.cfg.shard, st.cfg.timeout, stats_atom::value)
       .then(
@@ -195,6 +202,8 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
       [self](push_atom, gradient& g) -> caf::result<push_ack> {
         auto& st = self->state;
         if (st.cfg.mode == "ssp") {
+          // Checked before the worker's clock moves: a refused push is no step.
+          if (auto err = check(st, g)) return err;
           ssp_push(self, g);
           auto d = self->delegate(st.cfg.shard, push_atom::value, std::move(g));
           release(self);
@@ -208,10 +217,19 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
         auto& st = self->state;
         pull_request next{g.worker, g.step + 1};
         if (st.cfg.mode == "ssp") {
-          ssp_push(self, g);
+          // The clock moves once the shard applied the push; its refusal goes to the worker.
+          if (auto err = check(st, g)) return err;
+          auto p = self->make_response_promise<weights>();
+          auto pushed = g;
           self->request(st.cfg.shard, st.cfg.timeout, push_atom::value, std::move(g))
-              .then([](push_ack&) {}, [](caf::error&) {});
-          release(self);
+              .then(
+                  [self, p, next, pushed](push_ack&) mutable {
+                    ssp_push(self, pushed);
+                    release(self);
+                    pull_into(self, next, p);
+                  },
+                  [p](caf::error& e) mutable { p.deliver(std::move(e)); });
+          return p;
         } else {
           auto ack = sync_push(self, g);
           if (!ack) return std::move(ack.error());
@@ -266,10 +284,12 @@ std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job
                                      const topology& topo, const std::vector<shard_actor>& shards,
                                      std::shared_ptr<barrier_log> log) {
   if (!topo.barriers) return shards;
+  auto ranges = job_ranges(job);
   std::vector<shard_actor> out;
   for (std::size_t s = 0; s < shards.size(); ++s) {
     barrier_config c;
     c.shard = shards[s];
+    if (s < ranges.size()) c.slice = static_cast<std::size_t>(ranges[s].end - ranges[s].begin);
     c.mode = job.mode;
     c.workers = topo.barrier_workers;
     c.backup = topo.barrier_backup;

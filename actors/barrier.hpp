@@ -43,6 +43,9 @@ struct barrier_config {
   std::string late_policy = "drop";          ///< sync: "drop" or "fold" slices of a finished step
   std::chrono::milliseconds timeout{60000};  ///< requests to the shard
   std::shared_ptr<barrier_log> log;          ///< optional record of every decision
+  /// Values in the shard's slice: a push of any other length is refused. 0: the first push
+  /// decides (tests only; make_fronts always sets it, so one wrong push cannot fix the length).
+  std::size_t slice = 0;
 };
 
 /// What a barrier keeps. A worker's "clock" is how many steps it has pushed (its last pushed

@@ -48,6 +48,7 @@ class reassembly {
     std::int32_t count = 0;
     std::int32_t received = 0;
     std::int64_t filled = 0;
+    std::int64_t per = 0;  ///< values in every chunk but the last (0 until a chunk tells)
     std::vector<bool> seen;
   };
   using key = std::pair<caf::actor_addr, std::uint64_t>;

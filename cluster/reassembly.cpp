@@ -28,15 +28,58 @@ bool needs_chunking(std::size_t max_slice_bytes, const chunk_options& o) {
 
 // -- reassembly ---------------------------------------------------------------------------------
 
+namespace {
+
+/// Chunks tile their tensor: every chunk but the last holds `per` values at index * per, the last
+/// holds the rest (0 < rest <= per), so no two chunks overlap and none leaves a gap. `per` is
+/// learned from the first chunk that tells it (any but the last; the last when its index > 0).
+/// Returns the chunk size to keep, or the error naming what does not fit.
+caf::expected<std::int64_t> tile(std::int64_t per, const tensor_chunk& c, std::int64_t n,
+                                 std::int64_t total, const std::string& what) {
+  const bool last = c.index == c.count - 1;
+  if (c.count == 1) {
+    if (c.offset != 0 || n != total)
+      return make_error(errc::bad_message, what + ": the only chunk must hold all " +
+                                               std::to_string(total) + " values from offset 0");
+    return total;
+  }
+  if (per == 0) {
+    if (!last)
+      per = n;
+    else if (c.offset % c.index == 0)
+      per = c.offset / c.index;
+    auto count = static_cast<std::int64_t>(c.count);
+    if (per <= 0 || (count - 1) * per >= total || count * per < total)
+      return make_error(errc::bad_message, what + ": " + std::to_string(c.count) +
+                                               " chunks cannot tile " + std::to_string(total) +
+                                               " values with this chunk's size and offset");
+  }
+  auto begin = static_cast<std::int64_t>(c.index) * per;
+  auto size = last ? total - begin : per;
+  if (c.offset != begin || n != size)
+    return make_error(errc::bad_message, what + ": holds [" + std::to_string(c.offset) + ", " +
+                                             std::to_string(c.offset + n) + "), its tile is [" +
+                                             std::to_string(begin) + ", " +
+                                             std::to_string(begin + size) +
+                                             ") (chunks would overlap or leave a gap)");
+  return per;
+}
+
+}  // namespace
+
 caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
   auto what = "chunk " + std::to_string(c.index) + " of transfer " + std::to_string(c.transfer);
   if (c.transfer == 0) return make_error(errc::bad_message, what + ": transfer id 0 is reserved");
   if (c.count < 1 || c.index < 0 || c.index >= c.count)
     return make_error(errc::bad_message,
                       what + ": index outside [0, count = " + std::to_string(c.count) + ")");
-  for (auto d : c.shape)
-    if (d < 0) return make_error(errc::bad_message, what + ": negative dimension");
-  auto total = shape_numel(c.shape);
+  std::int64_t total = 0;
+  if (!try_shape_numel(c.shape, total))
+    return make_error(errc::bad_message,
+                      what + ": shape " + shape_string(c.shape) +
+                          (std::any_of(c.shape.begin(), c.shape.end(), [](auto d) { return d < 0; })
+                               ? ": negative dimension"
+                               : ": its element count overflows"));
   if (expected_ > 0 && total != expected_)
     return make_error(errc::bad_length, what + ": a tensor of " + std::to_string(total) +
                                             " values, the receiver holds " +
@@ -69,6 +112,9 @@ caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
     return make_error(errc::bad_message, what + ": shape or count differs from its first chunk");
   if (p.seen[static_cast<std::size_t>(c.index)])
     return make_error(errc::bad_message, what + ": received twice");
+  auto per = tile(p.per, c, n, total, what);
+  if (!per) return std::move(per.error());
+  p.per = *per;
   if (n > 0)
     std::memcpy(p.values.data() + c.offset, c.part.data(), static_cast<std::size_t>(n) * 4);
   p.seen[static_cast<std::size_t>(c.index)] = true;

@@ -7,13 +7,27 @@
 
 namespace actrain {
 
-std::int64_t shape_numel(const shape_t& s) {
-  std::int64_t n = 1;
+bool try_shape_numel(const shape_t& s, std::int64_t& n) noexcept {
+  for (auto d : s)
+    if (d < 0) return false;
+  n = 1;
   for (auto d : s) {
-    if (d < 0) throw std::invalid_argument("shape " + shape_string(s) + ": negative dimension");
-    n *= d;
+    if (d == 0) {  // a zero dimension makes any product 0, overflowing or not
+      n = 0;
+      return true;
+    }
   }
-  return n;
+  for (auto d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  return true;
+}
+
+std::int64_t shape_numel(const shape_t& s) {
+  std::int64_t n = 0;
+  if (try_shape_numel(s, n)) return n;
+  for (auto d : s)
+    if (d < 0) throw std::invalid_argument("shape " + shape_string(s) + ": negative dimension");
+  throw std::invalid_argument("shape " + shape_string(s) + ": element count overflows 64 bits");
 }
 
 std::string shape_string(const shape_t& s) {

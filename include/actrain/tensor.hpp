@@ -10,8 +10,12 @@ namespace actrain {
 
 using shape_t = std::vector<std::int64_t>;
 
-/// Number of elements a shape describes (1 for the empty shape, a scalar).
+/// Number of elements a shape describes (1 for the empty shape, a scalar). Throws
+/// std::invalid_argument for a negative dimension or a count that overflows 64 bits (a shape
+/// from another node is never trusted to multiply safely).
 std::int64_t shape_numel(const shape_t& s);
+/// shape_numel without exceptions: false (n unspecified) where shape_numel would throw.
+bool try_shape_numel(const shape_t& s, std::int64_t& n) noexcept;
 std::string shape_string(const shape_t& s);
 
 /// A dense float32 tensor over an immutable, shared, contiguous host buffer.

@@ -55,13 +55,15 @@ typename Inspector::result_type inspect(Inspector& f, tensor& x) {
     if (auto err = f(shape)) return err;
     std::size_t n = 0;
     if (auto err = f.begin_sequence(n)) return err;
-    for (auto d : shape)
-      if (d < 0) return caf::make_error(caf::sec::invalid_argument, "tensor: negative dimension");
+    std::int64_t numel = 0;
+    if (!try_shape_numel(shape, numel))
+      return caf::make_error(caf::sec::invalid_argument,
+                             "tensor: negative dimension or an element count overflowing 64 bits");
     if (shape.empty() && n == 0) {  // a default-constructed (empty) tensor
       x = tensor();
       return f.end_sequence();
     }
-    if (n > max_wire_floats || static_cast<std::int64_t>(n) != shape_numel(shape))
+    if (n > max_wire_floats || static_cast<std::int64_t>(n) != numel)
       return caf::make_error(caf::sec::invalid_argument, "tensor: length does not match shape");
     bool pooled = wire_pooled(n);
     std::vector<float> v = pooled ? wire_buffers().take(n) : std::vector<float>(n);

@@ -16,9 +16,11 @@ namespace {
 struct barrier_test : testing::front_probe {
   /// A shard holding {1, 2, 3} (plain SGD, lr 1) and a barrier in front of it.
   shard_actor make(std::string mode, int workers, int backup = 0, int bound = 0,
-                   std::string late = "drop", std::shared_ptr<barrier_log> log = nullptr) {
+                   std::string late = "drop", std::shared_ptr<barrier_log> log = nullptr,
+                   std::size_t slice = 0) {
     make_shard();
     barrier_config bc;
+    bc.slice = slice;
     bc.shard = sh;
     bc.mode = std::move(mode);
     bc.workers = workers;
@@ -227,6 +229,55 @@ TEST_F(barrier_test, bad_slices_are_rejected_without_touching_the_sum) {
   settle();
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(values_of(answers[0]), (std::vector<float>{0.f, 1.f, 3.f}));
+}
+
+// A barrier told its slice length (as make_fronts always does) refuses a wrong-length first
+// push; one that learns the length from the first push would take 2 values as the length and
+// then refuse every right push of the job.
+TEST_F(barrier_test, a_wrong_length_first_push_cannot_fix_the_slice_length) {
+  auto b = make("sync", 2, 0, 0, "drop", nullptr, 3);
+  push(b, 0, 0, 0, {1.f, 0.f});  // first, and wrong
+  settle();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("expected 3"), std::string::npos) << errors[0];
+  push(b, 0, 0, 0, {1.f, 0.f, 0.f});
+  push(b, 1, 0, 0, {1.f, 2.f, 0.f});
+  pull(b, 0, 1);
+  settle();
+  EXPECT_EQ(errors.size(), 1u);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(values_of(answers[0]), (std::vector<float>{0.f, 1.f, 3.f}));
+}
+
+// ssp: a push_pull that cannot be applied is refused to the worker (it used to get weights back
+// while the shard's refusal was dropped) and does not move its clock; a good one is applied and
+// answered with the weights after it.
+TEST_F(barrier_test, ssp_push_pull_refusals_reach_the_worker_and_leave_its_clock) {
+  auto b = make("ssp", 2, 0, 0, "drop", nullptr, 3);
+  self->send(b, push_pull_atom::value, gradient{0, 0, 0, 1, tensor(std::vector<float>{1.f, 0.f})});
+  settle();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("expected 3"), std::string::npos) << errors[0];
+  EXPECT_TRUE(answers.empty());
+  self->send(b, push_pull_atom::value,
+             gradient{0, 0, 0, 1, tensor(std::vector<float>{NAN, 0.f, 0.f})});
+  settle();
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[1].find("NaN"), std::string::npos) << errors[1];
+  EXPECT_EQ(stats(sh).pushes, 0);
+  // Worker 1 pulls step 1: with bound 0 it waits until worker 0 has pushed step 0, which the
+  // refused pushes did not do.
+  pull(b, 1, 1);
+  settle();
+  EXPECT_TRUE(answers.empty());
+  self->send(b, push_pull_atom::value,
+             gradient{0, 0, 0, 1, tensor(std::vector<float>{1.f, 1.f, 1.f})});
+  push(b, 1, 0, 0, {0.f, 0.f, 1.f});
+  settle();
+  EXPECT_EQ(errors.size(), 2u);
+  EXPECT_EQ(stats(sh).pushes, 2);
+  ASSERT_EQ(answers.size(), 2u);  // worker 0's next weights and worker 1's held pull
+  for (auto& a : answers) EXPECT_EQ(values_of(a), (std::vector<float>{0.f, 1.f, 1.f}));
 }
 
 }  // namespace

@@ -100,6 +100,13 @@ TEST_F(reassembly_test, bad_chunks_are_refused_with_what_is_wrong_and_spoil_noth
   refused(piece(1, 0, 2, 0, {10}, whole.slice(0, 5)), "received twice");
   refused(piece(0, 0, 1, 0, {10}, whole), "reserved");
   refused(piece(3, 0, 1, 0, {-10}, tensor()), "negative dimension");
+  refused(piece(4, 0, 1, 0, {std::int64_t{1} << 32, std::int64_t{1} << 32}, tensor()), "overflows");
+  // Chunks tile the tensor: the second chunk of 5 must hold [5, 10). At offset 0 it would
+  // cover the first chunk's values again and leave [5, 10) holding recycled bytes.
+  refused(piece(1, 1, 2, 0, {10}, whole.slice(0, 5)), "its tile is [5, 10)");
+  refused(piece(1, 1, 2, 4, {10}, whole.slice(4, 6)), "its tile is [5, 10)");
+  refused(piece(5, 1, 2, 3, {10}, whole.slice(3, 7)), "cannot tile");  // last first: 3 per chunk
+  refused(piece(6, 0, 1, 2, {10}, whole.slice(2, 8)), "the only chunk");
   // The good transfer is untouched and completes.
   ASSERT_FALSE(r.add(from_a, piece(1, 1, 2, 5, {10}, whole.slice(5, 5))));
   auto t = r.take(from_a, 1);

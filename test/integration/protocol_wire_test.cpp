@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
 #include <actrain/cluster.hpp>
 
 namespace actrain {
@@ -103,6 +106,42 @@ struct protocol_wire_test : ::testing::Test {
     return out;
   }
 };
+
+// A tensor from another node is checked before anything is allocated: a shape whose element
+// count overflows 64 bits ({2^32, 2^32} wraps to 0 as a plain product) is refused rather than
+// taken for an empty tensor, as is a length that disagrees with the shape.
+TEST(tensor_wire, a_shape_that_overflows_or_disagrees_with_its_length_is_refused) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto forge = [&](shape_t shape, std::size_t n) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys, buf};
+    EXPECT_FALSE(sink(shape));
+    EXPECT_FALSE(sink.begin_sequence(n));
+    std::vector<float> values(n, 1.f);
+    if (n > 0) EXPECT_FALSE(sink.apply_raw(n * sizeof(float), values.data()));
+    EXPECT_FALSE(sink.end_sequence());
+    return buf;
+  };
+  auto read = [&](const std::vector<char>& buf) {
+    caf::binary_deserializer source{sys, buf};
+    tensor t;
+    auto err = source(t);
+    return std::make_pair(err, t);
+  };
+  const std::int64_t big = std::int64_t{1} << 32;
+  auto [overflow, t1] = read(forge({big, big}, 0));
+  ASSERT_TRUE(overflow);
+  EXPECT_NE(sys.render(overflow).find("overflowing 64 bits"), std::string::npos)
+      << sys.render(overflow);
+  auto [mismatch, t2] = read(forge({2, 3}, 5));
+  ASSERT_TRUE(mismatch);
+  EXPECT_NE(sys.render(mismatch).find("does not match shape"), std::string::npos);
+  auto [fine, t3] = read(forge({2, 3}, 6));
+  ASSERT_FALSE(fine) << sys.render(fine);
+  EXPECT_EQ(t3.shape(), (shape_t{2, 3}));
+  EXPECT_EQ(t3.size(), 6u);
+}
 
 TEST_F(protocol_wire_test, tensors_keep_shape_and_every_bit) {
   std::vector<float> v{1.f, -0.f, 3.5e-38f, 1e30f, -2.25f, 7.f};

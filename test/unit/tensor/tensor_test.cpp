@@ -17,6 +17,17 @@ TEST(tensor, shape_helpers) {
   EXPECT_EQ(shape_string({2, 3}), "[2, 3]");
   EXPECT_EQ(shape_string({}), "[]");
   EXPECT_THROW(shape_numel({2, -1}), std::invalid_argument);
+  // {2^32, 2^32} has 2^64 elements: a plain product wraps to 0 (and would pass as an empty
+  // tensor); it is refused instead. A zero dimension still makes any shape empty.
+  const std::int64_t big = std::int64_t{1} << 32;
+  EXPECT_THROW(shape_numel({big, big}), std::invalid_argument);
+  std::int64_t n = -1;
+  EXPECT_FALSE(try_shape_numel({big, big}, n));
+  EXPECT_FALSE(try_shape_numel({3, -1}, n));
+  EXPECT_TRUE(try_shape_numel({big, big, 0}, n));
+  EXPECT_EQ(n, 0);
+  EXPECT_TRUE(try_shape_numel({big, 1 << 30}, n));  // 2^62 fits
+  EXPECT_EQ(n, std::int64_t{1} << 62);
 }
 
 TEST(tensor, adopts_vector_without_copy) {
