@@ -1,5 +1,6 @@
 #include <actrain/tensor.hpp>
 
+#include <atomic>
 #include <cstring>
 
 #include <cmath>
@@ -42,7 +43,7 @@ std::string shape_string(const shape_t& s) {
 tensor::tensor(std::vector<float> values) {
   shape_ = {static_cast<std::int64_t>(values.size())};
   size_ = values.size();
-  buf_ = std::make_shared<const std::vector<float>>(std::move(values));
+  buf_ = std::make_shared<std::vector<float>>(std::move(values));
 }
 
 tensor::tensor(std::vector<float> values, shape_t s) {
@@ -52,7 +53,7 @@ tensor::tensor(std::vector<float> values, shape_t s) {
                                 " values, got " + std::to_string(values.size()));
   shape_ = std::move(s);
   size_ = values.size();
-  buf_ = std::make_shared<const std::vector<float>>(std::move(values));
+  buf_ = std::make_shared<std::vector<float>>(std::move(values));
 }
 
 tensor tensor::zeros(shape_t s) {
@@ -106,7 +107,11 @@ bool tensor::reclaim(std::vector<float>& out) {
   // Sole owner of the whole buffer: nobody else can read it any more, so handing its storage
   // back for writing breaks no one's immutability.
   if (!buf_ || buf_.use_count() != 1 || offset_ != 0 || size_ != buf_->size()) return false;
-  out = std::move(const_cast<std::vector<float>&>(*buf_));
+  // use_count() is a relaxed read. The last other owner released its reference with a release
+  // decrement after its last read of the values; this fence orders those reads before our
+  // writes to the storage (release decrement -> relaxed load that sees it -> acquire fence).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  out = std::move(*buf_);
   *this = tensor();
   return true;
 }

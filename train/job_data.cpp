@@ -20,17 +20,43 @@ std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
 constexpr std::uint64_t synthetic_stream = 1;
 
 // A CSV read as regression for a classifier whose class count is not configured: the labels
-// must be integers >= 0, and the class count is the largest label + 1.
+// must be integers >= 0, the class count is the largest label + 1, and every class must have a
+// row. One stray label (100000000 in a file of 10 classes, or 10 in a 3-class file) would
+// otherwise make a model with that many outputs, silently (and 1e8 classes take gigabytes).
 void infer_classes(dataset& d, const std::string& path) {
   float max_label = -1;
+  std::int64_t max_row = 0;
   for (std::int64_t i = 0; i < d.rows; ++i) {
     const float v = d.y[static_cast<std::size_t>(i)];
     if (!(v >= 0) || v != std::floor(v))
       throw data_error(path + ": row " + std::to_string(i + 1) + ": label " + std::to_string(v) +
                        " is not a class index (an integer >= 0)");
-    max_label = std::max(max_label, v);
+    if (v > max_label) {
+      max_label = v;
+      max_row = i + 1;
+    }
   }
-  d.num_classes = static_cast<int>(max_label) + 1;
+  const auto label_text = [&] { return std::to_string(static_cast<long long>(max_label)); };
+  // A class per row at most: checked before anything is sized by the label.
+  if (static_cast<double>(max_label) + 1 > static_cast<double>(d.rows))
+    throw data_error(path + ": row " + std::to_string(max_row) + ": label " + label_text() +
+                     " means " + label_text() + " + 1 classes, more than the file's " +
+                     std::to_string(d.rows) +
+                     " rows (set [model] output-dim to train classes the data does not show)");
+  const auto classes = static_cast<std::size_t>(max_label) + 1;
+  std::vector<bool> seen(classes, false);
+  for (float v : d.y) seen[static_cast<std::size_t>(v)] = true;
+  std::string missing;
+  std::size_t count = 0;
+  for (std::size_t c = 0; c < classes; ++c)
+    if (!seen[c] && ++count <= 5) missing += (missing.empty() ? "" : ", ") + std::to_string(c);
+  if (count > 0)
+    throw data_error(path + ": labels go up to " + label_text() + " (row " +
+                     std::to_string(max_row) + "), but " + std::to_string(count) +
+                     " classes below it have no row (" + missing + (count > 5 ? ", ..." : "") +
+                     "): a stray label? (set [model] output-dim to train classes the data "
+                     "does not show)");
+  d.num_classes = static_cast<int>(classes);
 }
 
 job_data load_csv(const job_spec& job) {

@@ -68,7 +68,8 @@ class tensor {
   bool reclaim(std::vector<float>& out);
 
  private:
-  std::shared_ptr<const std::vector<float>> buf_;
+  /// Never written through while shared: only reclaim(), as the sole owner, takes it back.
+  std::shared_ptr<std::vector<float>> buf_;
   std::size_t offset_ = 0;
   std::size_t size_ = 0;
   shape_t shape_;

@@ -119,7 +119,9 @@ TEST(tensor_wire, a_shape_that_overflows_or_disagrees_with_its_length_is_refused
     EXPECT_FALSE(sink(shape));
     EXPECT_FALSE(sink.begin_sequence(n));
     std::vector<float> values(n, 1.f);
-    if (n > 0) EXPECT_FALSE(sink.apply_raw(n * sizeof(float), values.data()));
+    if (n > 0) {
+      EXPECT_FALSE(sink.apply_raw(n * sizeof(float), values.data()));
+    }
     EXPECT_FALSE(sink.end_sequence());
     return buf;
   };

@@ -254,6 +254,35 @@ TEST(load_job_data, csv_rejects_a_non_integer_label_for_a_classifier) {
   std::remove(j.data.path.c_str());
 }
 
+// One stray label must not decide the model's size: a label far beyond the rows, or classes in
+// between that no row has, is refused by row and label instead of training a huge or wrong
+// softmax.
+TEST(load_job_data, csv_refuses_a_stray_label_that_would_invent_classes) {
+  job_spec j;
+  j.model.kind = "softmax";
+  j.data.kind = "csv";
+  auto refused = [&](const std::string& name, const std::string& text, const std::string& says) {
+    j.data.path = write_temp(name, text);
+    try {
+      load_job_data(j);
+      ADD_FAILURE() << "no error for " << name;
+    } catch (const data_error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(j.data.path), std::string::npos) << e.what();
+    }
+    std::remove(j.data.path.c_str());
+  };
+  refused("actrain_stray_huge.csv", "a,y\n1,0\n2,1\n3,100000000\n4,1\n",
+          "row 3: label 100000000 means 100000000 + 1 classes, more than the file's 4 rows");
+  refused("actrain_stray_gap.csv", "a,y\n1,0\n2,1\n3,2\n4,10\n5,1\n6,0\n7,2\n8,1\n9,0\n10,2\n11,1\n",
+          "labels go up to 10 (row 4), but 7 classes below it have no row (3, 4, 5, 6, 7, ...)");
+  // With the class count configured, unseen classes are the user's choice.
+  j.model.output_dim = 11;
+  j.data.path = write_temp("actrain_stray_ok.csv", "a,y\n1,0\n2,1\n3,10\n4,1\n");
+  EXPECT_EQ(load_job_data(j).train.num_classes, 11);
+  std::remove(j.data.path.c_str());
+}
+
 TEST(fit_model_to_data, fills_dims_and_rejects_mismatches) {
   job_data d;
   d.train.rows = 2;
