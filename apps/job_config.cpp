@@ -1,5 +1,6 @@
 #include "apps/job_config.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -111,12 +112,19 @@ std::string option_text(const caf::config_value& v) {
 }
 
 std::string check_file(app_config& cfg, const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    return "config " + file + ": is a directory, not a job file";
   {
     std::ifstream probe(file);
     if (!probe) return "config " + file + ": cannot open the file";
   }
   auto parsed = caf::actor_system_config::parse_config_file(file.c_str());
   if (!parsed) return "config " + file + ": " + cfg.render(parsed.error());
+  if (parsed->empty())
+    return "config " + file +
+           ": holds no settings (an empty file? a job file has [job], "
+           "[model], [optim], [data] groups; examples in config/)";
   for (auto& [group, value] : *parsed) {
     auto* dict = caf::get_if<caf::settings>(&value);
     if (!dict) return "config " + file + ": '" + group + "' must be a [group] of keys";
@@ -184,6 +192,10 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
   if (err) return "bad option: " + cfg.render(err);
   if (!cfg.remainder.empty())
     return "unknown command-line argument '" + cfg.remainder.front() + "'";
+  if (cfg.cli_helptext_printed) return {};  // --help, --long-help, --dump-config: the caller stops
+  if (file.empty())
+    return "no job file: give --config FILE (the built-in defaults are no job; examples in "
+           "config/)";
   return {};
 }
 

@@ -24,7 +24,9 @@ class app_config : public caf::actor_system_config {
 
 /// Parses `args` (already without the subcommand) into cfg: `--config FILE` (or
 /// --config-file=FILE) names the INI file. Unknown keys, wrongly typed values and unknown
-/// command-line options are errors naming the key and the file (CAF alone would ignore them).
+/// command-line options are errors naming the key and the file (CAF alone would ignore them), as
+/// are a missing --config, a directory and a file without settings. --help, --long-help and
+/// --dump-config print and succeed with cfg.cli_helptext_printed set: the caller then stops.
 /// Returns an empty string on success, else the message to show.
 std::string load_app_config(app_config& cfg, std::vector<std::string> args);
 

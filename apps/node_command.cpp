@@ -155,6 +155,7 @@ int node_command(const std::vector<std::string>& argv) {
     std::cerr << "actrain node: " << msg << "\n";
     return 2;
   }
+  if (cfg.cli_helptext_printed) return 0;  // printed what was asked for; no node starts
   node_role role;
   cluster_options opts;
   job_spec job;

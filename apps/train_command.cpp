@@ -35,6 +35,7 @@ int train_command(const std::vector<std::string>& argv) {
     std::cerr << "actrain train: " << msg << "\n";
     return 2;
   }
+  if (cfg.cli_helptext_printed) return 0;  // printed what was asked for; no job runs
   job_spec job;
   std::shared_ptr<job_data> data;
   std::optional<observe::http_address> http_at;

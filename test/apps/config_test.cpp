@@ -57,6 +57,30 @@ TEST(config_test, a_missing_file_and_a_bad_override_are_refused) {
   EXPECT_NE(load_app_config(b, {"--job.workers=many"}), "");
 }
 
+// Without a job file the built-in defaults used to run (and fail as "mlp needs at least one
+// hidden layer"); a directory or an empty file did the same. --help printed and then ran the job.
+TEST(config_test, no_job_file_a_directory_or_an_empty_file_is_refused_and_help_only_prints) {
+  app_config a;
+  auto none = load_app_config(a, {"--job.workers=2"});
+  EXPECT_NE(none.find("no job file: give --config FILE"), std::string::npos) << none;
+  app_config b;
+  auto dir = load_app_config(b, {"--config", ::testing::TempDir()});
+  EXPECT_NE(dir.find("is a directory"), std::string::npos) << dir;
+  auto empty_path = ::testing::TempDir() + "actrain_empty.ini";
+  std::ofstream(empty_path) << "; nothing but a comment\n";
+  app_config c;
+  auto empty = load_app_config(c, {"--config", empty_path});
+  EXPECT_NE(empty.find("holds no settings"), std::string::npos) << empty;
+  std::remove(empty_path.c_str());
+  app_config d;
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(load_app_config(d, {"--help"}), "");
+  auto printed = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(d.cli_helptext_printed);
+  EXPECT_NE(printed.find("--help"), std::string::npos) << printed;
+}
+
 TEST(config_test, every_sample_config_parses_and_validates) {
   const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
   ASSERT_NE(src, nullptr);

@@ -274,7 +274,8 @@ TEST(load_job_data, csv_refuses_a_stray_label_that_would_invent_classes) {
   };
   refused("actrain_stray_huge.csv", "a,y\n1,0\n2,1\n3,100000000\n4,1\n",
           "row 3: label 100000000 means 100000000 + 1 classes, more than the file's 4 rows");
-  refused("actrain_stray_gap.csv", "a,y\n1,0\n2,1\n3,2\n4,10\n5,1\n6,0\n7,2\n8,1\n9,0\n10,2\n11,1\n",
+  refused("actrain_stray_gap.csv",
+          "a,y\n1,0\n2,1\n3,2\n4,10\n5,1\n6,0\n7,2\n8,1\n9,0\n10,2\n11,1\n",
           "labels go up to 10 (row 4), but 7 classes below it have no row (3, 4, 5, 6, 7, ...)");
   // With the class count configured, unseen classes are the user's choice.
   j.model.output_dim = 11;
