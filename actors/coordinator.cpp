@@ -266,6 +266,36 @@ void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
 
 /// A node or actor the coordinator monitors went down: a worker is lost (its rows go to
 /// another), a shard ends the job.
+/// Ends the job as failed with `why`: the reply to run names it, every live worker is stopped.
+void fail_job(self_ptr self, std::string why) {
+  auto& st = self->state;
+  st.result.error = std::move(why);
+  st.finishing = true;
+  st.train_seconds = elapsed(st);
+  if (st.done.pending()) st.done.deliver(st.result);
+  for (auto& w : st.workers)
+    if (w.alive) self->send(w.handle, stop_atom::value);
+  self->quit();
+}
+
+/// A worker that failed on its own computation would fail the same way with its rows anywhere
+/// else: a non-finite gradient (the model diverged) or an exception of its model or device.
+/// Returns the job's failure for such a reason, or "" for a loss the job survives (a killed
+/// worker, a lost node or connection, a watchdog timeout).
+std::string fatal_worker_failure(std::size_t i, const caf::error& reason) {
+  if (reason.category() != errc_category()) return {};
+  auto who = "worker " + std::to_string(i) + ": " + describe_error(reason);
+  switch (static_cast<errc>(reason.code())) {
+    case errc::non_finite:
+      return "training diverged: " + who +
+             " (lower [optim] lr, clip gradients with [job] clip-norm, or scale the data)";
+    case errc::compute_failed:
+      return "a worker's computation failed: " + who;
+    default:
+      return {};
+  }
+}
+
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
   for (std::size_t i = 0; i < st.workers.size(); ++i) {
@@ -274,19 +304,21 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
         st.workers[i].alive = false;
         return;
       }
+      if (auto why = fatal_worker_failure(i, dm.reason); !why.empty()) {
+        st.workers[i].alive = false;
+        st.result.workers_lost += 1;
+        event(self, "worker " + std::to_string(i) + " failed (" + describe_error(dm.reason) +
+                        "); the job fails: its rows would fail the same way on any worker");
+        fail_job(self, std::move(why));
+        return;
+      }
       reassign(self, i, dm.reason);
       return;
     }
   }
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
     if (st.cfg.shards[s].address() == dm.source && !st.finishing) {
-      st.result.error = "shard " + std::to_string(s) + " went down";
-      st.finishing = true;
-      st.train_seconds = elapsed(st);
-      if (st.done.pending()) st.done.deliver(st.result);
-      for (auto& w : st.workers)
-        if (w.alive) self->send(w.handle, stop_atom::value);
-      self->quit();
+      fail_job(self, "shard " + std::to_string(s) + " went down");
       return;
     }
   }

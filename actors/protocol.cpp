@@ -38,6 +38,8 @@ std::string to_string(errc x) {
       return "no_worker";
     case errc::bad_message:
       return "bad_message";
+    case errc::compute_failed:
+      return "compute_failed";
   }
   return "unknown";
 }

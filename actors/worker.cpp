@@ -257,6 +257,18 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.rng.seed(st.cfg.seed * 7919 + static_cast<std::uint64_t>(st.cfg.id));
+  // A model, data source or device that throws ends the worker with the exception's text as
+  // its exit reason (CAF's default only prints "unhandled exception" and exits with no cause).
+  self->set_exception_handler([self](std::exception_ptr& eptr) -> caf::error {
+    auto who = "worker " + std::to_string(self->state.cfg.id) + ": ";
+    try {
+      std::rethrow_exception(eptr);
+    } catch (const std::exception& e) {
+      return make_error(errc::compute_failed, who + e.what());
+    } catch (...) {
+      return make_error(errc::compute_failed, who + "an exception that is not a std::exception");
+    }
+  });
   return {
       [self](watchdog_atom) { on_watchdog(self); },
       [self](assign_atom, const worker_assignment& a) {

@@ -20,6 +20,7 @@ enum class errc : std::uint8_t {
   no_worker,         ///< every worker is gone
   bad_message,       ///< a message that does not hold together (a chunk's index, offset, shape;
                      ///< a transfer id 0; a slice sent twice): a misbehaving peer
+  compute_failed,    ///< a worker's model or device threw (the exception's text is the context)
 };
 
 std::string to_string(errc x);

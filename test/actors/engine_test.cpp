@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <actrain/engine.hpp>
+#include <actrain/model.hpp>
 #include <actrain/reference_trainer.hpp>
 #include <actrain/system.hpp>
 #include "data/readers.hpp"
@@ -121,6 +122,64 @@ TEST_F(engine_test, one_async_worker_with_delay_compensation_matches_the_referen
     EXPECT_NEAR(res.test.accuracy, ref.test.accuracy, 0.003)
         << kind << ": async " << res.test.accuracy << ", reference " << ref.test.accuracy;
   }
+}
+
+// A worker that fails on its own computation fails the job with that cause: its rows would fail
+// the same way on any other worker (they used to be handed on until "every worker was lost").
+TEST_F(engine_test, a_diverging_job_fails_at_once_naming_the_non_finite_gradient) {
+  job_spec job;
+  job.model.kind = "linear";
+  job.data.kind = "synthetic_linear";
+  job.data.rows = 20000;
+  job.data.test_rows = 100;
+  job.data.features = 8;
+  job.workers = 4;
+  job.shards = 2;
+  job.epochs = 3;
+  job.optim.kind = "sgd";
+  job.optim.lr = 1e30f;
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  auto res = run_job(*sys, job, data);
+  ASSERT_FALSE(res.ok);
+  EXPECT_NE(res.error.find("training diverged: worker "), std::string::npos) << res.error;
+  EXPECT_NE(res.error.find("actrain.non_finite"), std::string::npos) << res.error;
+  EXPECT_NE(res.error.find("lower [optim] lr"), std::string::npos) << res.error;
+  EXPECT_EQ(res.workers_lost, 1) << res.error;
+}
+
+/// A model whose gradient computation throws, as a device error would.
+class throwing_model final : public model {
+ public:
+  explicit throwing_model(const model_args&) {}
+  std::size_t num_params() const override { return 3; }
+  void init(float* params, std::uint64_t) const override { std::fill(params, params + 3, 0.f); }
+  loss_sum forward_backward(const float*, const batch_view&, float*) override {
+    throw std::runtime_error("device lost (a simulated cudaErrorIllegalAddress)");
+  }
+  loss_sum evaluate(const float*, const batch_view&) override { return {}; }
+  bool is_classifier() const override { return false; }
+};
+
+TEST_F(engine_test, a_worker_whose_model_throws_fails_the_job_with_the_exception_text) {
+  model_registration reg{"throws_in_backward", make_factory<throwing_model>()};
+  job_spec job;
+  job.model.kind = "throws_in_backward";
+  job.data.kind = "synthetic_linear";
+  job.data.rows = 2000;
+  job.data.test_rows = 100;
+  job.data.features = 2;
+  job.workers = 2;
+  job.shards = 1;
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  auto res = run_job(*sys, job, data);
+  ASSERT_FALSE(res.ok);
+  EXPECT_NE(res.error.find("a worker's computation failed: worker "), std::string::npos)
+      << res.error;
+  EXPECT_NE(res.error.find("device lost (a simulated cudaErrorIllegalAddress)"), std::string::npos)
+      << res.error;
+  EXPECT_EQ(res.workers_lost, 1) << res.error;
 }
 
 TEST_F(engine_test, a_bad_job_is_refused_with_the_field_named) {
