@@ -8,6 +8,7 @@
 #include <actrain/reference_trainer.hpp>
 #include <actrain/system.hpp>
 #include "data/readers.hpp"
+#include "test/support/jobs.hpp"
 
 namespace actrain {
 namespace {
@@ -127,16 +128,7 @@ TEST_F(engine_test, one_async_worker_with_delay_compensation_matches_the_referen
 // A worker that fails on its own computation fails the job with that cause: its rows would fail
 // the same way on any other worker (they used to be handed on until "every worker was lost").
 TEST_F(engine_test, a_diverging_job_fails_at_once_naming_the_non_finite_gradient) {
-  job_spec job;
-  job.model.kind = "linear";
-  job.data.kind = "synthetic_linear";
-  job.data.rows = 20000;
-  job.data.test_rows = 100;
-  job.data.features = 8;
-  job.workers = 4;
-  job.shards = 2;
-  job.epochs = 3;
-  job.optim.kind = "sgd";
+  auto job = test::small_linear_job(4);
   job.optim.lr = 1e30f;
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
@@ -163,13 +155,8 @@ class throwing_model final : public model {
 
 TEST_F(engine_test, a_worker_whose_model_throws_fails_the_job_with_the_exception_text) {
   model_registration reg{"throws_in_backward", make_factory<throwing_model>()};
-  job_spec job;
+  auto job = test::small_linear_job(2);
   job.model.kind = "throws_in_backward";
-  job.data.kind = "synthetic_linear";
-  job.data.rows = 2000;
-  job.data.test_rows = 100;
-  job.data.features = 2;
-  job.workers = 2;
   job.shards = 1;
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
