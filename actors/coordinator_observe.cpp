@@ -2,6 +2,7 @@
 // files). Plain functions over coordinator_state: no messages are sent here.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "actors/coordinator.hpp"
@@ -92,6 +93,9 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
     if (!st.result.history.empty()) {
       s.test_loss = st.result.history.back().test_loss;
       s.test_accuracy = st.result.history.back().test_accuracy;
+    } else {  // not measured yet: null in /status, NaN in /metrics, "-" on the console
+      s.test_loss = std::numeric_limits<double>::quiet_NaN();
+      s.test_accuracy = std::numeric_limits<double>::quiet_NaN();
     }
     s.step = 0;
     s.workers.clear();

@@ -1,6 +1,8 @@
 // Stall diagnosis on a clock the test sets (CAF's test clock, the seam every time the
 // coordinator reads comes through): who is named, after how long, and who is not.
 #include <chrono>
+#include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include <caf/detail/test_actor_clock.hpp>
 
 #include "actors/coordinator.hpp"
+#include "observe/status_json.hpp"
 
 namespace actrain {
 namespace {
@@ -74,6 +77,30 @@ TEST_F(stall_clock_test, a_worker_just_released_from_a_barrier_is_not_silent) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0], "worker-0 has reported no progress for 0.60 s (last step 0)");
   EXPECT_EQ(lines[1], "worker-2 has reported no progress for 0.60 s (last step 0)");
+}
+
+// Before the first evaluation the test loss and accuracy are not measured: /status shows null
+// (it used to say test_loss 0.0), the console "-"; after it, the evaluation's figures.
+TEST_F(stall_clock_test, test_figures_are_not_measured_before_the_first_evaluation) {
+  auto data = std::make_shared<job_data>();
+  data->train.rows = 100;
+  st.cfg.data = data;
+  observe::metrics_hub hub;
+  publish_snapshot(st, hub, false);
+  auto before = hub.snapshot();
+  EXPECT_TRUE(std::isnan(before.test_loss));
+  EXPECT_TRUE(std::isnan(before.test_accuracy));
+  auto j = observe::status_json(before);
+  EXPECT_TRUE(j["test_loss"].is_null()) << j.dump();
+  EXPECT_TRUE(j["test_accuracy"].is_null()) << j.dump();
+  progress_point p;
+  p.test_loss = 0.5;
+  p.test_accuracy = 0.8;
+  st.result.history.push_back(p);
+  publish_snapshot(st, hub, false);
+  auto after = observe::status_json(hub.snapshot());
+  EXPECT_DOUBLE_EQ(after["test_loss"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(after["test_accuracy"].get<double>(), 0.8);
 }
 
 }  // namespace
