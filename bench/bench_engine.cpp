@@ -19,29 +19,17 @@
 #include "bench/bench.hpp"
 #include "bench/doc_section.hpp"
 #include "bench/median.hpp"
+#include "bench/torch_script.hpp"
 
 namespace actrain {
 namespace {
 
-/// Runs one of the PyTorch scripts under bench/torch with Debian's python3; returns job ->
-/// samples/s from the JSON lines it prints (empty when python3 has no torch or the script fails).
-std::map<std::string, double> run_torch(const std::string& script_and_args, int* rc = nullptr) {
-  const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
-  std::string py = "/usr/bin/python3";  // Debian's python3-torch lives there, not in a venv
-  std::string cmd = py + " -c 'import torch' 2>/dev/null && timeout 900 " + py + " " +
-                    std::string(src ? src : ".") + "/bench/torch/" + script_and_args +
-                    " 2>/dev/null";
+/// job -> samples/s from the JSON lines a bench/torch script prints (empty when not measured).
+std::map<std::string, double> run_torch(const std::string& script_and_args) {
   std::map<std::string, double> out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) {
-    auto j = nlohmann::json::parse(buf, nullptr, false);
-    if (j.is_object() && j.contains("job") && j.contains("samples_per_s"))
+  for (auto& j : torch_json_lines(script_and_args))
+    if (j.contains("job") && j.contains("samples_per_s"))
       out[j["job"].get<std::string>()] = j["samples_per_s"].get<double>();
-  }
-  int status = pclose(p);
-  if (rc) *rc = status;
   return out;
 }
 
