@@ -148,8 +148,8 @@ shard_actor::behavior_type aggregator(shard_actor::stateful_pointer<aggregator_s
       [self](stats_atom) -> caf::result<shard_stats> {
         return self->delegate(self->state.cfg.front, stats_atom::value);
       },
-      [self](checkpoint_atom) -> caf::result<shard_checkpoint> {
-        return self->delegate(self->state.cfg.front, checkpoint_atom::value);
+      [self](checkpoint_atom, std::int64_t step) -> caf::result<shard_checkpoint> {
+        return self->delegate(self->state.cfg.front, checkpoint_atom::value, step);
       },
       [self](restore_atom, shard_checkpoint& c) -> caf::result<std::int64_t> {
         return self->delegate(self->state.cfg.front, restore_atom::value, std::move(c));

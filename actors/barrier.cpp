@@ -80,6 +80,20 @@ caf::result<weights> on_pull(self_ptr self, const pull_request& r) {
   return p;
 }
 
+/// Asks the shard for its state and answers `p` with it, stamped with the global step. Sent after
+/// every push this barrier made, so the shard saves exactly the steps applied so far.
+void save_shard(self_ptr self, caf::typed_response_promise<shard_checkpoint> p) {
+  auto& st = self->state;
+  auto step = st.cfg.mode == "sync" ? st.done : -1;
+  self->request(st.cfg.shard, st.cfg.timeout, checkpoint_atom::value, std::int64_t{-1})
+      .then(
+          [p, step](shard_checkpoint& c) mutable {
+            c.step = step;
+            p.deliver(std::move(c));
+          },
+          [p](caf::error& e) mutable { p.deliver(std::move(e)); });
+}
+
 /// sync: pushes the row-weighted mean of the open step to the shard and opens the next step.
 void close_step(self_ptr self) {
   auto& st = self->state;
@@ -96,6 +110,16 @@ void close_step(self_ptr self) {
   if (st.open_version >= 0) st.open_version += 1;
   std::fill(st.arrived.begin(), st.arrived.end(), false);
   st.arrivals = 0;
+  // A checkpoint waiting for this step is one cut: saved before any later step reaches the shard.
+  auto& ckpts = st.held_checkpoints;
+  for (auto it = ckpts.begin(); it != ckpts.end();) {
+    if (it->step == st.done) {
+      save_shard(self, it->promise);
+      it = ckpts.erase(it);
+    } else {
+      ++it;
+    }
+  }
   release(self);
 }
 
@@ -253,17 +277,34 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
                 [p](caf::error& e) mutable { p.deliver(std::move(e)); });
         return p;
       },
-      [self](checkpoint_atom) -> caf::result<shard_checkpoint> {
-        return self->delegate(self->state.cfg.shard, checkpoint_atom::value);
+      [self](checkpoint_atom, std::int64_t step) -> caf::result<shard_checkpoint> {
+        auto& st = self->state;
+        auto p = self->make_response_promise<shard_checkpoint>();
+        if (st.cfg.mode != "sync" || step < 0 || step == st.done) {
+          save_shard(self, p);
+        } else if (step < st.done) {
+          p.deliver(make_error(errc::bad_config,
+                               "barrier: a checkpoint at step " + std::to_string(step) +
+                                   " was asked for at step " + std::to_string(st.done)));
+        } else {
+          st.held_checkpoints.push_back({step, p});
+        }
+        return p;
       },
       [self](restore_atom, shard_checkpoint& c) -> caf::result<std::int64_t> {
         auto p = self->make_response_promise<std::int64_t>();
+        auto step = c.step;
         self->request(self->state.cfg.shard, self->state.cfg.timeout, restore_atom::value,
                       std::move(c))
             .then(
-                [self, p](std::int64_t v) mutable {
-                  self->state.open_version =
-                      v;  // the open step now starts from the restored values
+                [self, p, step](std::int64_t v) mutable {
+                  auto& st = self->state;
+                  st.open_version = v;  // the open step now starts from the restored values
+                  if (st.cfg.mode == "sync" && step >= 0) {
+                    // Training goes on after the checkpoint's step: so do the step numbers.
+                    st.done = step;
+                    std::fill(st.clock.begin(), st.clock.end(), step);
+                  }
                   p.deliver(v);
                 },
                 [p](caf::error& e) mutable { p.deliver(std::move(e)); });

@@ -57,7 +57,13 @@ struct barrier_state {
     pull_request req;
     caf::typed_response_promise<weights> promise;
   };
-  std::vector<held_pull> held;      ///< pulls not answerable yet
+  std::vector<held_pull> held;  ///< pulls not answerable yet
+  struct held_checkpoint {
+    std::int64_t step;
+    caf::typed_response_promise<shard_checkpoint> promise;
+  };
+  /// sync: checkpoints asked for at a step not reached yet.
+  std::vector<held_checkpoint> held_checkpoints;
   std::vector<std::int64_t> clock;  ///< per worker: steps pushed
   std::vector<bool> active;         ///< per worker: still expected
   // sync

@@ -1,5 +1,7 @@
 #include "actors/coordinator.hpp"
 
+#include "actors/checkpointer.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -80,6 +82,7 @@ void tell_fronts_leave(self_ptr self, std::size_t w) {
 
 void record_eval(self_ptr self, std::vector<float> params, bool final_eval,
                  std::int64_t at_step = -1);
+void write_pending(self_ptr self);
 
 void evaluate_now(self_ptr self, bool final_eval) {
   auto& st = self->state;
@@ -126,6 +129,7 @@ void record_eval(self_ptr self, std::vector<float> params, bool final_eval, std:
   st.loss_rows = 0;
   st.result.history.push_back(p);
   if (st.cfg.hooks.on_eval) st.cfg.hooks.on_eval(p);
+  write_pending(self);
   if (auto* hub = st.cfg.hooks.hub) {
     // Evaluation points carry the test metrics; throughput comes from the ticks' intervals.
     hub->add_curve_point(
@@ -174,8 +178,23 @@ void maybe_done(self_ptr self) {
   evaluate_now(self, true);
 }
 
-/// Collects shard stats, fills the result, replies to run, and stops every actor of the job.
+void take_checkpoint(self_ptr self, std::int64_t step, std::function<void()> then = nullptr);
+
+void complete_job(self_ptr self);
+
+/// The job is over: a last checkpoint (when the job takes them), then complete_job.
 void finish(self_ptr self) {
+  auto& st = self->state;
+  if (st.writer && st.cfg.job.checkpoint.at_end && st.result.error.empty()) {
+    st.pending.reset();  // the last checkpoint covers it
+    take_checkpoint(self, -1, [self] { complete_job(self); });
+    return;
+  }
+  complete_job(self);
+}
+
+/// Collects shard stats, fills the result, replies to run, and stops every actor of the job.
+void complete_job(self_ptr self) {
   auto& st = self->state;
   auto left = std::make_shared<std::size_t>(st.cfg.fronts.size());
   auto complete = [self] {
@@ -215,10 +234,14 @@ void finish(self_ptr self) {
   }
 }
 
-void assign(self_ptr self, std::size_t w, std::vector<shard_range_t> rows, std::int64_t epochs) {
+void assign(self_ptr self, std::size_t w, std::vector<shard_range_t> rows, std::int64_t epochs,
+            std::int64_t skip = 0) {
   auto& st = self->state;
   auto& track = st.workers[w];
+  if (track.work.empty()) track.first_step = track.step;
+  for (auto& r : rows) track.work.push_back({r.begin, r.end, epochs});
   worker_assignment a;
+  a.skip = skip;
   a.worker = static_cast<std::int32_t>(w);
   a.shards = st.cfg.fronts;
   a.ranges = st.cfg.ranges;
@@ -275,6 +298,8 @@ void fail_job(self_ptr self, std::string why) {
   if (st.done.pending()) st.done.deliver(st.result);
   for (auto& w : st.workers)
     if (w.alive) self->send(w.handle, stop_atom::value);
+  for (auto& f : st.cfg.fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
+  for (auto& s : st.cfg.shards) self->send_exit(s, caf::exit_reason::user_shutdown);
   self->quit();
 }
 
@@ -344,7 +369,236 @@ void plan_sync_evaluations(self_ptr self, std::int64_t rows, int n) {
   }
 }
 
-/// Starts the job: monitors every actor, plans sync evaluations, hands out the rows.
+/// The coordinator's progress at a cut: `step` (sync) or now (-1), with the shards' states.
+checkpoint progress_at(coordinator_state& st, std::int64_t step,
+                       std::vector<shard_checkpoint> shards) {
+  checkpoint c;
+  c.job = st.fingerprint;
+  c.sequence = st.next_sequence++;
+  c.step = step;
+  c.samples = st.samples;
+  c.seconds = elapsed(st);
+  c.next_eval_samples = st.next_eval_samples;
+  if (step >= 0 && st.eval_steps > 0) c.last_eval_step = step / st.eval_steps * st.eval_steps;
+  for (auto& p : st.result.history)
+    if (step < 0 || p.step <= step) c.history.push_back(p);
+  c.shards = std::move(shards);
+  for (std::size_t i = 0; i < st.workers.size(); ++i) {
+    auto& w = st.workers[i];
+    saved_worker sw;
+    sw.worker = static_cast<std::int32_t>(i);
+    sw.start_step = w.first_step;
+    // sync: every live worker has pushed exactly `step` slices at the cut (one that ran out of
+    // rows earlier stops at its end when replaying); async: its last reported step.
+    sw.step = step >= 0 ? step : w.step;
+    sw.alive = w.alive;
+    sw.work = w.work;
+    c.workers.push_back(std::move(sw));
+  }
+  return c;
+}
+
+/// Hands `c` to the writer, unless it is still busy with the previous one (then this one is
+/// skipped and counted: training never queues behind the disk). `then` runs once the file is
+/// written or has failed (always for a final checkpoint, which is never skipped).
+void write_checkpoint(self_ptr self, checkpoint c, std::function<void()> then) {
+  auto& st = self->state;
+  if (st.writing && !then) {
+    st.result.checkpoints_skipped += 1;
+    return;
+  }
+  st.writing = true;
+  st.seconds_at_checkpoint = c.seconds;
+  auto seq = c.sequence;
+  self->request(st.writer, caf::infinite, std::move(c))
+      .then(
+          [self, then](std::string& path, std::int64_t bytes, double seconds) {
+            auto& st = self->state;
+            st.writing = false;
+            st.result.checkpoints += 1;
+            st.result.last_checkpoint = path;
+            st.result.checkpoint_bytes = bytes;
+            st.result.checkpoint_write_s += seconds;
+            std::ostringstream line;
+            line.precision(3);
+            line << "checkpoint written: " << path << " (" << bytes << " bytes, " << seconds
+                 << " s)";
+            event(self, line.str());
+            if (then) then();
+          },
+          [self, then, seq](caf::error& err) {
+            self->state.writing = false;
+            event(self, "checkpoint " + std::to_string(seq) + " failed: " + describe_error(err));
+            if (then) then();
+          });
+}
+
+/// sync: a gathered cut is written once every evaluation point up to its step is in the history
+/// (a resumed run then continues with exactly the points after it).
+void write_pending(self_ptr self) {
+  auto& st = self->state;
+  if (!st.pending || st.finishing) return;
+  auto step = st.pending->step;
+  if (st.eval_steps > 0) {
+    std::int64_t have = 0;
+    for (auto& p : st.result.history)
+      if (p.step <= step) have += 1;
+    if (have < step / st.eval_steps) return;
+    st.pending->history.clear();
+    for (auto& p : st.result.history)
+      if (p.step <= step) st.pending->history.push_back(p);
+  }
+  auto c = std::move(*st.pending);
+  st.pending.reset();
+  write_checkpoint(self, std::move(c), nullptr);
+}
+
+/// Asks every front for its shard's state: at global step `step` (sync: a barrier answers when it
+/// gets there, so every shard is cut at the same step) or as it stands (-1). `then`, for the
+/// final checkpoint, runs once it is written or has failed.
+void take_checkpoint(self_ptr self, std::int64_t step, std::function<void()> then) {
+  auto& st = self->state;
+  auto n = st.cfg.fronts.size();
+  auto shards = std::make_shared<std::vector<shard_checkpoint>>(n);
+  auto left = std::make_shared<std::size_t>(n);
+  auto failed = std::make_shared<bool>(false);
+  if (step >= 0)
+    st.sync_cut = step;
+  else
+    st.gathering = true;
+  // A cut ahead is held until the training gets there: no deadline but the job's end.
+  auto timeout = step >= 0 ? caf::infinite : caf::duration{request_timeout};
+  for (std::size_t s = 0; s < n; ++s) {
+    self->request(st.cfg.fronts[s], timeout, checkpoint_atom::value, step)
+        .then(
+            [self, s, step, shards, left, failed, then](shard_checkpoint& c) {
+              (*shards)[s] = std::move(c);
+              if (--*left > 0 || *failed) return;
+              auto& st = self->state;
+              if (step < 0) st.gathering = false;
+              if (then) {
+                write_checkpoint(self, progress_at(st, step, std::move(*shards)), then);
+                return;
+              }
+              if (st.finishing) return;
+              if (step < 0) {
+                write_checkpoint(self, progress_at(st, step, std::move(*shards)), nullptr);
+                return;
+              }
+              st.pending = progress_at(st, step, std::move(*shards));
+              write_pending(self);
+              if (st.cfg.job.checkpoint.every_steps > 0)
+                take_checkpoint(self, step + st.cfg.job.checkpoint.every_steps);
+              else
+                st.sync_cut = -1;
+            },
+            [self, step, failed, then](caf::error& err) {
+              if (*failed) return;
+              *failed = true;
+              auto& st = self->state;
+              if (step < 0) st.gathering = false;
+              if (then) {
+                event(self, "the last checkpoint failed: " + describe_error(err));
+                then();
+                return;
+              }
+              if (st.finishing) return;  // a cut the job never reached
+              event(self, "checkpoint failed: " + describe_error(err));
+              // sync: the step went by before the barrier heard of it: ask for a later one.
+              if (step >= 0) {
+                auto every = st.cfg.job.checkpoint.every_steps;
+                take_checkpoint(self, step + (every > 0 ? every : 64));
+              }
+            });
+  }
+}
+
+/// Starts training: plans sync evaluations and hands out the rows, from the beginning or, when
+/// resuming, from the checkpoint's cut (each worker replays its readers past what it trained).
+void begin_training(self_ptr self) {
+  auto& st = self->state;
+  auto rows = train_rows(*st.cfg.data);
+  auto n = static_cast<int>(st.workers.size());
+  auto* from = st.cfg.resume.get();
+  st.start = st.now();
+  if (from) {
+    st.start -= std::chrono::duration_cast<caf::actor_clock::time_point::duration>(
+        std::chrono::duration<double>(from->seconds));
+    st.result.history = from->history;
+    st.next_eval_samples = from->next_eval_samples;
+    st.last_eval_step = from->last_eval_step;
+    st.seconds_at_checkpoint = from->seconds;
+  }
+  for (auto& t : st.workers) {
+    t.last_report = st.now();
+    t.rate_since = t.last_report;
+  }
+  plan_sync_evaluations(self, rows, n);
+  for (int i = 0; i < n; ++i) {
+    auto w = static_cast<std::size_t>(i);
+    if (!from) {
+      auto r = shard_range(rows, n, i);
+      assign(self, w, {shard_range_t{r.first, r.second}}, st.cfg.job.epochs);
+      continue;
+    }
+    auto& saved = from->workers[w];
+    auto& t = st.workers[w];
+    if (!saved.alive || saved.work.empty()) {
+      // Lost before the cut: its rows were handed to others, who replay them.
+      t.alive = false;
+      tell_fronts_leave(self, w);
+      self->send(t.handle, stop_atom::value);
+      continue;
+    }
+    t.step = saved.step;
+    for (std::size_t k = 0; k < saved.work.size(); ++k) {
+      auto& r = saved.work[k];
+      auto skip = k == 0 ? saved.step - saved.start_step : 0;
+      assign(self, w, {shard_range_t{r.begin, r.end}}, r.epochs, skip);
+    }
+    t.first_step = saved.start_step;  // assign() took the cut's step for it
+  }
+  if (st.writer && st.cfg.job.mode == "sync" && st.cfg.job.checkpoint.every_steps > 0)
+    take_checkpoint(self, (from ? std::max<std::int64_t>(0, from->step) : 0) +
+                              st.cfg.job.checkpoint.every_steps);
+  st.front_stats.assign(st.cfg.fronts.size(), shard_stats{});
+  if (st.cfg.hooks.hub && st.cfg.hooks.tick > std::chrono::milliseconds(250))
+    st.cfg.hooks.tick = std::chrono::milliseconds(250);
+  self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
+}
+
+/// Why `c` cannot continue this job ("" when it can).
+std::string resume_mismatch(const coordinator_state& st, const checkpoint& c) {
+  if (c.job != st.fingerprint)
+    return "the checkpoint belongs to another job (" + c.job + "), not (" + st.fingerprint + ")";
+  if (c.shards.size() != st.cfg.fronts.size())
+    return "the checkpoint holds " + std::to_string(c.shards.size()) + " shards, the job has " +
+           std::to_string(st.cfg.fronts.size());
+  if (c.workers.size() != st.workers.size())
+    return "the checkpoint holds " + std::to_string(c.workers.size()) + " workers, the job has " +
+           std::to_string(st.workers.size());
+  return {};
+}
+
+/// Opens the job's checkpoint folder and spawns the writer; false (the job failed) when the
+/// folder cannot be made.
+bool open_checkpoints(self_ptr self) {
+  auto& st = self->state;
+  auto& spec = st.cfg.job.checkpoint;
+  if (spec.dir.empty()) return true;
+  try {
+    auto store = std::make_shared<checkpoint_store>(spec.dir, spec.keep);
+    st.next_sequence = store->next_sequence();
+    st.writer = self->home_system().spawn<caf::detached>(checkpoint_writer, std::move(store),
+                                                         self->address());
+  } catch (const std::exception& e) {
+    fail_job(self, e.what());
+    return false;
+  }
+  return true;
+}
+
+/// Starts the job: monitors every actor, restores the shards when resuming, then trains.
 caf::result<engine_result> on_run(self_ptr self) {
   auto& st = self->state;
   st.done = self->make_response_promise<engine_result>();
@@ -352,27 +606,41 @@ caf::result<engine_result> on_run(self_ptr self) {
   auto rows = train_rows(*st.cfg.data);
   st.target_samples = rows * st.cfg.job.epochs;
   st.next_eval_samples = static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
+  st.fingerprint = job_fingerprint(st.cfg.job);
   st.workers.clear();
   for (auto& s : st.cfg.shards) self->monitor(s);
-  auto n = static_cast<int>(st.cfg.workers.size());
-  for (int i = 0; i < n; ++i) {
+  for (auto& h : st.cfg.workers) {
     worker_track t;
-    t.handle = st.cfg.workers[static_cast<std::size_t>(i)];
-    t.last_report = st.start;
-    t.rate_since = st.start;
+    t.handle = h;
     self->monitor(t.handle);
     st.workers.push_back(std::move(t));
   }
-  plan_sync_evaluations(self, rows, n);
-  for (int i = 0; i < n; ++i) {
-    auto r = shard_range(rows, n, i);
-    assign(self, static_cast<std::size_t>(i), {shard_range_t{r.first, r.second}},
-           st.cfg.job.epochs);
+  if (!open_checkpoints(self)) return st.done;
+  auto from = st.cfg.resume;
+  if (!from) {
+    begin_training(self);
+    return st.done;
   }
-  st.front_stats.assign(st.cfg.fronts.size(), shard_stats{});
-  if (st.cfg.hooks.hub && st.cfg.hooks.tick > std::chrono::milliseconds(250))
-    st.cfg.hooks.tick = std::chrono::milliseconds(250);
-  self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
+  if (auto why = resume_mismatch(st, *from); !why.empty()) {
+    fail_job(self, "cannot resume: " + why);
+    return st.done;
+  }
+  st.next_sequence = std::max(st.next_sequence, from->sequence + 1);
+  // Every front restores its shard (a sync barrier also takes the cut's step), then training
+  // goes on from the cut.
+  auto left = std::make_shared<std::size_t>(st.cfg.fronts.size());
+  for (std::size_t s = 0; s < st.cfg.fronts.size(); ++s) {
+    self->request(st.cfg.fronts[s], request_timeout, restore_atom::value, from->shards[s])
+        .then(
+            [self, left](std::int64_t) {
+              if (--*left == 0 && !self->state.finishing) begin_training(self);
+            },
+            [self, s](caf::error& err) {
+              if (!self->state.finishing)
+                fail_job(self,
+                         "cannot resume: shard " + std::to_string(s) + ": " + describe_error(err));
+            });
+  }
   return st.done;
 }
 
@@ -382,16 +650,19 @@ void on_progress(self_ptr self, const progress_report& r) {
   // A report may come from another node: ignore what cannot be true rather than let it
   // corrupt the counts.
   if (r.worker < 0 || static_cast<std::size_t>(r.worker) >= st.workers.size() || r.samples < 0 ||
-      !std::isfinite(r.loss_sum) || r.max_staleness < 0 || !(r.busy_seconds >= 0) ||
-      !std::isfinite(r.busy_seconds)) {
+      !std::isfinite(r.loss_sum) || r.max_staleness < 0 || r.replayed < 0 ||
+      !(r.busy_seconds >= 0) || !std::isfinite(r.busy_seconds)) {
     event(self, "ignored an invalid progress report (worker " + std::to_string(r.worker) +
                     ", samples " + std::to_string(r.samples) + ")");
     return;
   }
   auto& w = st.workers[static_cast<std::size_t>(r.worker)];
   if (!w.alive) return;
+  st.updates += std::max<std::int64_t>(0, r.step - w.step);
   w.step = std::max(w.step, r.step);
-  w.done_samples += r.samples;
+  // Replayed rows were trained before a resumed checkpoint's cut: counted, not timed.
+  w.done_samples += r.samples + r.replayed;
+  st.samples += r.replayed;
   auto now = st.now();
   // Rates over windows of at least 0.5 s: reports queued behind an evaluation arrive
   // together, and a rate over their near-zero spacing would be meaningless. A worker's
@@ -424,13 +695,39 @@ void on_progress(self_ptr self, const progress_report& r) {
     st.next_eval_samples += static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));
     evaluate_now(self, false);
   }
+  auto every = st.cfg.job.checkpoint.every_steps;
+  if (st.writer && st.cfg.job.mode != "sync" && every > 0 && !st.finishing && !st.gathering &&
+      st.updates - st.updates_at_checkpoint >= every) {
+    st.updates_at_checkpoint = st.updates;
+    take_checkpoint(self, -1);
+  }
   maybe_done(self);
+}
+
+/// A checkpoint by time ([checkpoint] every-seconds of training since the last one). sync: a cut
+/// a little ahead of the furthest worker, when no cut by steps is planned.
+void maybe_checkpoint_by_time(self_ptr self) {
+  auto& st = self->state;
+  auto every = st.cfg.job.checkpoint.every_seconds;
+  if (!st.writer || every <= 0 || st.gathering || elapsed(st) - st.seconds_at_checkpoint < every)
+    return;
+  if (st.cfg.job.mode != "sync") {
+    st.seconds_at_checkpoint = elapsed(st);
+    take_checkpoint(self, -1);
+    return;
+  }
+  if (st.sync_cut >= 0 || st.pending) return;
+  std::int64_t furthest = 0;
+  for (auto& w : st.workers) furthest = std::max(furthest, w.step);
+  st.seconds_at_checkpoint = elapsed(st);
+  take_checkpoint(self, furthest + 64);
 }
 
 /// The periodic tick: front stats, the curve, the published snapshot, the console.
 void on_tick(self_ptr self) {
   auto& st = self->state;
   if (st.finishing) return;
+  maybe_checkpoint_by_time(self);
   if (auto* hub = st.cfg.hooks.hub) {
     // Refresh the fronts' counters (a barrier says what it waits for), then publish.
     for (std::size_t f = 0; f < st.cfg.fronts.size(); ++f)

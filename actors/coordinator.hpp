@@ -2,10 +2,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <actrain/backend.hpp>
+#include <actrain/checkpoint.hpp>
 #include <actrain/engine.hpp>
 #include <actrain/job.hpp>
 #include <actrain/protocol.hpp>
@@ -33,6 +35,8 @@ struct worker_track {
   caf::actor_clock::time_point rate_since;
   double last_loss = 0;  ///< mean loss of its last report
   std::int64_t last_staleness = 0;
+  std::int64_t first_step = 0;   ///< the step its first assignment started at
+  std::vector<saved_work> work;  ///< every assignment, in order (what a checkpoint saves)
 };
 
 struct coordinator_state {
@@ -65,6 +69,17 @@ struct coordinator_state {
   std::vector<shard_stats> front_stats;  ///< latest stats of each front (refreshed every tick)
   std::int64_t curve_samples = 0;        ///< samples at the last curve point
   double curve_seconds = 0;
+  // Checkpoints (a writer exists only when the job takes them).
+  checkpoint_writer_actor writer;
+  std::string fingerprint;            ///< job_fingerprint of the job
+  std::int64_t next_sequence = 1;     ///< of the next checkpoint file
+  bool gathering = false;             ///< async cut: shards asked, not all answered yet
+  bool writing = false;               ///< a file is being written
+  std::int64_t sync_cut = -1;         ///< sync: the step of the cut asked for (-1: none)
+  std::optional<checkpoint> pending;  ///< sync: gathered, waiting for its evaluation points
+  std::int64_t updates = 0;           ///< async/ssp: all workers' steps so far
+  std::int64_t updates_at_checkpoint = 0;
+  double seconds_at_checkpoint = 0;
 };
 
 /// Copies the coordinator's view of the run into `hub` (CAF-free data, read by observers).

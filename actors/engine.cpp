@@ -114,8 +114,11 @@ engine_result run_coordinator(caf::actor_system& sys, coordinator_config cfg) {
 }
 
 engine_result run_job(caf::actor_system& sys, const job_spec& job,
-                      std::shared_ptr<const job_data> data, engine_hooks hooks) {
-  return run_coordinator(sys, wire_job(sys, job, std::move(data), std::move(hooks)));
+                      std::shared_ptr<const job_data> data, engine_hooks hooks,
+                      std::shared_ptr<const checkpoint> resume) {
+  auto cc = wire_job(sys, job, std::move(data), std::move(hooks));
+  cc.resume = std::move(resume);
+  return run_coordinator(sys, std::move(cc));
 }
 
 shard_actor spawn_shard(caf::actor_system& sys, shard_config cfg) {

@@ -40,6 +40,8 @@ std::string to_string(errc x) {
       return "bad_message";
     case errc::compute_failed:
       return "compute_failed";
+    case errc::io_failed:
+      return "io_failed";
   }
   return "unknown";
 }

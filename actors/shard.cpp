@@ -100,10 +100,11 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
         s.uncompensated = st.rule.uncompensated();
         return s;
       },
-      [self](checkpoint_atom) -> shard_checkpoint {
+      // A shard saves itself as it stands: a barrier in front of it picks the moment (a step).
+      [self](checkpoint_atom, std::int64_t) -> shard_checkpoint {
         auto& st = self->state;
         auto os = st.opt->state();
-        return {st.index, st.version, st.values, os.steps, os.slots};
+        return {st.index, st.version, -1, st.values, os.steps, os.slots};
       },
       [self](restore_atom, const shard_checkpoint& c) -> caf::result<std::int64_t> {
         auto& st = self->state;

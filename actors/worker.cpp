@@ -80,11 +80,18 @@ void on_ack(self_ptr self, std::size_t s, const push_ack& ack) {
   try_compute(self);
 }
 
-/// The rows of the next mini-batch into x/y; false when all assigned work is done.
+/// The rows of the next mini-batch into x/y; 0 when all assigned work is done. A resumed worker
+/// first reads the batches it trained before the checkpoint and skips them: its seeded readers
+/// then stand where they stood at the cut.
 int next_batch(worker_state& st) {
   while (!st.work.empty()) {
     auto& w = st.work.front();
     int rows = w.reader->next(st.x, st.y);
+    if (rows > 0 && st.skip > 0) {
+      st.skip -= 1;
+      st.pending.replayed += rows;
+      continue;
+    }
     if (rows > 0) return rows;
     if (--w.epochs_left <= 0) st.work.pop_front();
   }
@@ -199,6 +206,7 @@ void try_compute(self_ptr self) {
 void add_work(self_ptr self, const worker_assignment& a) {
   auto& st = self->state;
   st.finished_reported = false;
+  st.skip += std::max<std::int64_t>(0, a.skip);
   if (a.reports_to) st.reports_to = a.reports_to;
   if (!st.source) st.source = st.cfg.source ? st.cfg.source : in_memory(st.cfg.train);
   for (auto& r : a.rows) {

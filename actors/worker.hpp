@@ -36,6 +36,7 @@ struct worker_state {
   tensor_pool sent_grads;  ///< pushed gradients, recycled once every shard has applied them
   // step bookkeeping
   std::int64_t step = 0;         ///< next step to compute
+  std::int64_t skip = 0;         ///< resume: batches still to read past before computing
   std::int64_t fetch_step = -1;  ///< the step whose weights are being fetched (-1: none)
   std::size_t fetched = 0;       ///< slices of fetch_step received
   std::vector<tensor> slices;    ///< weights of fetch_step, one per shard

@@ -12,12 +12,15 @@ const char* usage =
     "usage: actrain <command> [options]\n"
     "  train --config FILE [--group.key=value ...]   train a job, whole cluster in this process\n"
     "  train ... --http 127.0.0.1:8080               also serve /metrics, /status and a live page\n"
+    "  train ... --resume DIR                        continue from the newest good checkpoint\n"
+    "  eval --model FILE --config FILE               evaluate a saved model on the job's test set\n"
     "  node --role coordinator|ps|worker --config FILE   one role of a cluster "
     "(docs/deployment.md)\n"
     "  bench <foundation|reference|engine|modes|wire|gpu> [...]   figures go to "
     "docs/benchmarks.md\n"
     "Options of train come from the INI file (CAF's format, groups [job] [model] [optim]\n"
-    "[staleness] [data]) and can be overridden on the command line, e.g. --job.workers=4.\n";
+    "[staleness] [checkpoint] [data]) and can be overridden on the command line, e.g. "
+    "--job.workers=4.\n";
 
 }  // namespace
 
@@ -34,6 +37,7 @@ int run_actrain(int argc, char** argv) {
   try {
     if (cmd == "train") return train_command(args);
     if (cmd == "bench") return bench_command(args);
+    if (cmd == "eval") return eval_command(args);
     if (cmd == "node") return node_command(args);
   } catch (const std::exception& e) {
     std::cerr << "actrain " << cmd << ": " << e.what() << "\n";

@@ -59,6 +59,14 @@ app_config::app_config() {
                 "corrected (default: lower momentum by what asynchrony adds) | explicit")
       .add<double>("delay-compensation", "DC-ASGD-a strength (0 = off)")
       .add<int64_t>("history", "weight versions a shard keeps for delay compensation");
+  opt_group{custom_options_, "checkpoint"}
+      .add<str>("dir", "checkpoint folder (\"\" = no checkpoints)")
+      .add<int64_t>("every-steps",
+                    "checkpoint every N steps (sync: global steps; async/ssp: all updates)")
+      .add<double>("every-seconds", "checkpoint after this many seconds of training")
+      .add<int64_t>("keep", "newest checkpoints kept in the folder")
+      .add<bool>("at-end", "one more after the final evaluation (default true)")
+      .add<str>("model", "write the trained model to this file at the end");
   opt_group{custom_options_, "data"}
       .add<str>("kind", "fashion_mnist | synthetic_linear | csv")
       .add<str>("path", "data directory or file (\"\" = Debian's Fashion-MNIST)")
@@ -199,19 +207,24 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
   return {};
 }
 
-std::string take_http_option(std::vector<std::string>& args) {
+std::string take_option(std::vector<std::string>& args, const std::string& name) {
   std::string out;
   std::vector<std::string> rest;
+  auto eq = name + "=";
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--http" && i + 1 < args.size())
+    if (args[i] == name && i + 1 < args.size())
       out = args[++i];
-    else if (args[i].rfind("--http=", 0) == 0)
-      out = args[i].substr(7);
+    else if (args[i].rfind(eq, 0) == 0)
+      out = args[i].substr(eq.size());
     else
       rest.push_back(args[i]);
   }
   args = rest;
   return out;
+}
+
+std::string take_http_option(std::vector<std::string>& args) {
+  return take_option(args, "--http");
 }
 
 job_spec job_from_config(const app_config& cfg) {
@@ -274,6 +287,11 @@ job_spec job_from_config(const app_config& cfg) {
   j.staleness.delay_compensation =
       static_cast<float>(f64("staleness.delay-compensation", j.staleness.delay_compensation));
   j.staleness.history = i64("staleness.history", j.staleness.history);
+  j.checkpoint.dir = str("checkpoint.dir", j.checkpoint.dir);
+  j.checkpoint.every_steps = i64("checkpoint.every-steps", j.checkpoint.every_steps);
+  j.checkpoint.every_seconds = f64("checkpoint.every-seconds", j.checkpoint.every_seconds);
+  j.checkpoint.keep = i32("checkpoint.keep", j.checkpoint.keep);
+  j.checkpoint.at_end = get_or(c, "checkpoint.at-end", j.checkpoint.at_end);
   j.data.kind = str("data.kind", j.data.kind);
   j.data.path = str("data.path", j.data.path);
   j.data.test_path = str("data.test-path", j.data.test_path);

@@ -10,8 +10,8 @@
 namespace actrain {
 
 /// The actor system config of the `actrain` command: CAF's own options plus the job's, in the
-/// groups [job], [model], [optim], [staleness], [data] of an INI file (CAF's format), each
-/// overridable on the command line as --group.key=value.
+/// groups [job], [model], [optim], [staleness], [checkpoint], [data] of an INI file (CAF's format),
+/// each overridable on the command line as --group.key=value.
 class app_config : public caf::actor_system_config {
  public:
   app_config();
@@ -30,7 +30,9 @@ class app_config : public caf::actor_system_config {
 /// Returns an empty string on success, else the message to show.
 std::string load_app_config(app_config& cfg, std::vector<std::string> args);
 
-/// Removes `--http X` / `--http=X` from args and returns X ("" when absent: the endpoint is off).
+/// Removes `NAME X` / `NAME=X` from args and returns X ("" when absent).
+std::string take_option(std::vector<std::string>& args, const std::string& name);
+/// take_option(args, "--http"): "" when absent (the endpoint is off).
 std::string take_http_option(std::vector<std::string>& args);
 
 /// The job described by a parsed config; throws std::invalid_argument naming a bad field.

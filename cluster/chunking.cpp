@@ -166,8 +166,8 @@ chunked_shard_actor::behavior_type shard_gateway(
       [self](stats_atom) -> caf::result<shard_stats> {
         return self->delegate(self->state.target, stats_atom::value);
       },
-      [self](checkpoint_atom) -> caf::result<shard_checkpoint> {
-        return self->delegate(self->state.target, checkpoint_atom::value);
+      [self](checkpoint_atom, std::int64_t step) -> caf::result<shard_checkpoint> {
+        return self->delegate(self->state.target, checkpoint_atom::value, step);
       },
       [self](restore_atom, shard_checkpoint& c) -> caf::result<std::int64_t> {
         return self->delegate(self->state.target, restore_atom::value, std::move(c));
@@ -348,8 +348,8 @@ chunked_shard_actor::behavior_type shard_proxy(proxy_ptr self, chunked_shard_act
       [self](stats_atom) -> caf::result<shard_stats> {
         return relay_in_order<shard_stats>(self, stats_atom::value);
       },
-      [self](checkpoint_atom) -> caf::result<shard_checkpoint> {
-        return relay_in_order<shard_checkpoint>(self, checkpoint_atom::value);
+      [self](checkpoint_atom, std::int64_t step) -> caf::result<shard_checkpoint> {
+        return relay_in_order<shard_checkpoint>(self, checkpoint_atom::value, step);
       },
       [self](restore_atom, shard_checkpoint& c) -> caf::result<std::int64_t> {
         return relay_in_order<std::int64_t>(self, restore_atom::value, std::move(c));

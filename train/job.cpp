@@ -167,6 +167,13 @@ void validate(const job_spec& job) {
   seconds("straggler_delay_s", job.straggler_delay_s);
   seconds("straggler_jitter_s", job.straggler_jitter_s);
   seconds("simulated_compute_s", job.simulated_compute_s);
+  seconds("checkpoint.every_seconds", job.checkpoint.every_seconds);
+  require_at_least<std::int64_t>("checkpoint.every_steps", job.checkpoint.every_steps, 0);
+  require_at_least("checkpoint.keep", job.checkpoint.keep, 1);
+  if (!job.checkpoint.dir.empty() && job.local_aggregation)
+    fail("checkpoint.dir",
+         "checkpoints need one front per shard; local_aggregation is not "
+         "supported with them");
 
   // Each shard needs at least one parameter; only checkable once the dims are known.
   if (job.model.input_dim > 0 && job.model.output_dim > 0) {

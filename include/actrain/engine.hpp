@@ -10,6 +10,7 @@
 
 #include <caf/all.hpp>
 
+#include <actrain/checkpoint.hpp>
 #include <actrain/data.hpp>
 #include <actrain/job.hpp>
 #include <actrain/model.hpp>
@@ -78,6 +79,9 @@ struct coordinator_config {
   std::vector<shard_range_t> ranges;
   std::vector<worker_actor> workers;
   engine_hooks hooks;
+  /// When set, the job continues from this checkpoint: the shards are restored, every worker
+  /// replays its readers to the cut, and the history and counts go on from there.
+  std::shared_ptr<const checkpoint> resume;
 };
 
 /// Runs a whole job inside `sys` (the embedded, single-process cluster): spawns the shards, the
@@ -85,8 +89,10 @@ struct coordinator_config {
 /// returns it. Blocks the calling thread (it is not an actor). `sys` must have been built from a
 /// config passed through prepare_config().
 /// Throws std::invalid_argument for an invalid job.
+/// `resume`: continue from that checkpoint (coordinator_config::resume).
 engine_result run_job(caf::actor_system& sys, const job_spec& job,
-                      std::shared_ptr<const job_data> data, engine_hooks hooks = {});
+                      std::shared_ptr<const job_data> data, engine_hooks hooks = {},
+                      std::shared_ptr<const checkpoint> resume = nullptr);
 
 /// run_job's first half: spawns the job's shards, the barriers or aggregators in front of them
 /// and its workers, and returns the coordinator's config (with `hooks`) ready to spawn. For

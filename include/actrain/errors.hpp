@@ -21,6 +21,7 @@ enum class errc : std::uint8_t {
   bad_message,       ///< a message that does not hold together (a chunk's index, offset, shape;
                      ///< a transfer id 0; a slice sent twice): a misbehaving peer
   compute_failed,    ///< a worker's model or device threw (the exception's text is the context)
+  io_failed,         ///< a checkpoint or model file could not be written or read
 };
 
 std::string to_string(errc x);

@@ -24,6 +24,15 @@ struct data_spec {
   std::int64_t test_subset = 0;    ///< use only the first N test rows (0 = all)
 };
 
+/// When and where a job saves checkpoints ([checkpoint] in an INI file).
+struct checkpoint_spec {
+  std::string dir;               ///< the run's checkpoint folder ("" = no checkpoints)
+  std::int64_t every_steps = 0;  ///< sync: global steps; async/ssp: updates (all workers' steps)
+  double every_seconds = 0;      ///< also (or instead) after this much training time
+  int keep = 3;                  ///< newest checkpoints kept in dir
+  bool at_end = true;            ///< one more after the final evaluation
+};
+
 /// A whole training job: a plain value, filled from an INI file by the apps layer.
 struct job_spec {
   std::string name = "job";
@@ -54,6 +63,7 @@ struct job_spec {
   /// Local aggregation (in-graph replication): the workers of this process sum their slices of
   /// each step (row-weighted mean) before one push per shard.
   bool local_aggregation = false;
+  checkpoint_spec checkpoint;
 };
 
 /// Throws std::invalid_argument naming the first bad field.

@@ -10,6 +10,7 @@
 
 #include <caf/all.hpp>
 
+#include <actrain/checkpoint.hpp>
 #include <actrain/errors.hpp>
 #include <actrain/job.hpp>
 #include <actrain/reference_trainer.hpp>
@@ -19,7 +20,7 @@
 namespace actrain {
 
 /// Bumped whenever a message layout changes; checked when a node registers.
-constexpr std::uint32_t protocol_version = 3;  // 3: typed registrar, ps_endpoint
+constexpr std::uint32_t protocol_version = 4;  // 4: checkpoints at a step, resumed assignments
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -33,7 +34,10 @@ using run_atom = caf::atom_constant<caf::atom("run")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
+/// Coordinator -> shard or front (step): the shard's checkpoint. A sync barrier answers after
+/// exactly `step` global steps (one consistent cut of every shard); -1: as the shard stands now.
 using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
+
 /// Coordinator -> shard or barrier: a worker finished or was lost; a barrier stops waiting for it.
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// Proxy <-> gateway: one chunk of a large tensor (cluster/chunking.hpp).
@@ -115,6 +119,9 @@ struct progress_report {
   double busy_seconds = 0;   ///< compute time since the last report
   std::int64_t max_staleness = 0;
   bool finished = false;  ///< the worker has done all the work it was assigned
+  /// Rows of batches skipped when a resumed worker replayed its readers to the checkpoint's cut
+  /// (trained before the cut: counted, not timed).
+  std::int64_t replayed = 0;
 };
 
 /// What a finished job returns: the coordinator's reply to run_atom.
@@ -130,15 +137,11 @@ struct engine_result {
   std::vector<std::int64_t> staleness_histogram;  ///< summed over shards
   std::vector<shard_stats> shards;
   int workers_lost = 0;
-};
-
-/// A saved shard: parameters, optimizer state, version (for checkpoints and restore).
-struct shard_checkpoint {
-  std::int32_t shard = 0;
-  std::int64_t version = 0;
-  std::vector<float> values;
-  std::int64_t opt_steps = 0;
-  std::vector<std::vector<float>> opt_slots;
+  std::int64_t checkpoints = 0;          ///< checkpoint files written
+  std::int64_t checkpoints_skipped = 0;  ///< due while the previous one was still being written
+  std::string last_checkpoint;           ///< path of the newest one ("" = none)
+  double checkpoint_write_s = 0;         ///< seconds spent writing them (off the training path)
+  std::int64_t checkpoint_bytes = 0;     ///< size of the newest one
 };
 
 /// One piece of a large tensor crossing nodes: elements [offset, offset + part.size()) of a
@@ -202,12 +205,25 @@ typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, progress_report& x) {
   return f(caf::meta::type_name("progress_report"), x.worker, x.step, x.samples, x.loss_sum,
-           x.busy_seconds, x.max_staleness, x.finished);
+           x.busy_seconds, x.max_staleness, x.finished, x.replayed);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_checkpoint& x) {
-  return f(caf::meta::type_name("shard_checkpoint"), x.shard, x.version, x.values, x.opt_steps,
-           x.opt_slots);
+  return f(caf::meta::type_name("shard_checkpoint"), x.shard, x.version, x.step, x.values,
+           x.opt_steps, x.opt_slots);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, saved_work& x) {
+  return f(caf::meta::type_name("saved_work"), x.begin, x.end, x.epochs);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, saved_worker& x) {
+  return f(caf::meta::type_name("saved_worker"), x.worker, x.start_step, x.step, x.alive, x.work);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint& x) {
+  return f(caf::meta::type_name("checkpoint"), x.job, x.sequence, x.step, x.samples, x.seconds,
+           x.next_eval_samples, x.last_eval_step, x.history, x.shards, x.workers);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ps_endpoint& x) {
@@ -230,7 +246,9 @@ typename Inspector::result_type inspect(Inspector& f, progress_point& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_result& x) {
   return f(caf::meta::type_name("engine_result"), x.ok, x.error, x.params, x.history, x.seconds,
-           x.samples, x.samples_per_s, x.test, x.staleness_histogram, x.shards, x.workers_lost);
+           x.samples, x.samples_per_s, x.test, x.staleness_histogram, x.shards, x.workers_lost,
+           x.checkpoints, x.checkpoints_skipped, x.last_checkpoint, x.checkpoint_write_s,
+           x.checkpoint_bytes);
 }
 
 // -- typed interfaces ---------------------------------------------------------------------------
@@ -241,7 +259,7 @@ using shard_actor =
                      caf::replies_to<push_atom, gradient>::with<push_ack>,
                      caf::replies_to<push_pull_atom, gradient>::with<weights>,
                      caf::replies_to<stats_atom>::with<shard_stats>,
-                     caf::replies_to<checkpoint_atom>::with<shard_checkpoint>,
+                     caf::replies_to<checkpoint_atom, std::int64_t>::with<shard_checkpoint>,
                      caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>,
                      caf::reacts_to<leave_atom, std::int32_t>>;
 
@@ -259,11 +277,14 @@ struct worker_assignment {
   std::int64_t epochs = 1;            ///< passes over its rows
   std::int64_t start_step = 0;        ///< first step number (continues after a reassignment)
   caf::actor reports_to;              ///< where progress goes (the coordinator)
+  /// Resume: batches of this and the following assignments to read and skip before computing
+  /// (they were trained before the checkpoint's cut).
+  std::int64_t skip = 0;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_assignment& x) {
   return f(caf::meta::type_name("worker_assignment"), x.worker, x.shards, x.ranges, x.rows,
-           x.epochs, x.start_step, x.reports_to);
+           x.epochs, x.start_step, x.reports_to, x.skip);
 }
 
 /// A worker: started with an assignment (again to add rows), stopped with stop_atom.
@@ -279,6 +300,12 @@ using coordinator_actor = caf::typed_actor<caf::reacts_to<progress_atom, progres
 /// What a coordinator is spawned as: coordinator_actor plus its own periodic ticks (console,
 /// metrics, stall detection). Handed out as coordinator_actor only.
 using coordinator_impl = coordinator_actor::extend<caf::reacts_to<tick_atom>>;
+
+/// The coordinator's checkpoint writer (on a thread of its own, off the training path): writes
+/// one checkpoint into the run's folder and answers (path, bytes, seconds), or an error naming
+/// what failed.
+using checkpoint_writer_actor =
+    caf::typed_actor<caf::replies_to<checkpoint>::with<std::string, std::int64_t, double>>;
 
 /// The coordinator node's registrar, published on [cluster] host:port.
 ///   hello: (role, token, protocol_version, byte-order probe, node name) -> (index, count of
@@ -323,4 +350,6 @@ CAF_ADD_TYPE_ID(actrain, (actrain::registrar_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::worker_impl))
 CAF_ADD_TYPE_ID(actrain, (actrain::engine_result))
 CAF_ADD_TYPE_ID(actrain, (actrain::coordinator_impl))
+CAF_ADD_TYPE_ID(actrain, (actrain::checkpoint))
+CAF_ADD_TYPE_ID(actrain, (actrain::checkpoint_writer_actor))
 CAF_END_TYPE_ID_BLOCK(actrain)

@@ -43,7 +43,7 @@ shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_s
         s.pushes = st.pushes;
         return s;
       },
-      [](checkpoint_atom) -> shard_checkpoint { return {}; },
+      [](checkpoint_atom, std::int64_t) -> shard_checkpoint { return {}; },
       [](restore_atom, const shard_checkpoint&) -> std::int64_t { return 0; },
       [](leave_atom, std::int32_t) {},
   };
@@ -206,7 +206,7 @@ shard_actor::behavior_type keeping_shard(std::size_t n, std::shared_ptr<std::vec
         return {0, 0, tensor(std::vector<float>(n, 0.f))};
       },
       [](stats_atom) -> shard_stats { return {}; },
-      [](checkpoint_atom) -> shard_checkpoint { return {}; },
+      [](checkpoint_atom, std::int64_t) -> shard_checkpoint { return {}; },
       [](restore_atom, const shard_checkpoint&) -> std::int64_t { return 0; },
       [](leave_atom, std::int32_t) {},
   };

@@ -173,7 +173,7 @@ chunked_shard_actor::behavior_type spy_gateway(chunked_shard_actor::pointer self
       },
       [](push_pull_atom, const gradient&) { return weights{}; },
       [](stats_atom) { return shard_stats{}; },
-      [](checkpoint_atom) { return shard_checkpoint{}; },
+      [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
       // The test's lever: acknowledge the oldest `n` held chunks.
       [log](leave_atom, std::int32_t n) {
@@ -345,7 +345,7 @@ chunked_shard_actor::behavior_type chunk_recorder(chunked_shard_actor::pointer s
       [](push_atom, const gradient&) { return push_ack{}; },
       [](push_pull_atom, const gradient&) { return weights{}; },
       [](stats_atom) { return shard_stats{}; },
-      [](checkpoint_atom) { return shard_checkpoint{}; },
+      [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
       [](leave_atom, std::int32_t) {},
   };

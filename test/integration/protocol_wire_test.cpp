@@ -26,7 +26,7 @@ shard_actor::behavior_type dummy_shard() {
       [](push_atom, const gradient&) { return push_ack{}; },
       [](push_pull_atom, const gradient&) { return weights{}; },
       [](stats_atom) { return shard_stats{}; },
-      [](checkpoint_atom) { return shard_checkpoint{}; },
+      [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
       [](leave_atom, std::int32_t) {},
   };
@@ -193,7 +193,7 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
                                        s2.dropped_stale, s2.dropped_late, s2.mailbox}),
             std::vector<std::int64_t>({1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(s2.staleness_histogram, (std::vector<std::int64_t>{9, 10, 11}));
-  progress_report r{4, 500, 320, 12.5, 0.75, 6, true};
+  progress_report r{4, 500, 320, 12.5, 0.75, 6, true, 640};
   auto r2 = round_trip<progress_report>(r);
   EXPECT_EQ(r2.worker, 4);
   EXPECT_EQ(r2.step, 500);
@@ -202,13 +202,33 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
   EXPECT_DOUBLE_EQ(r2.busy_seconds, 0.75);
   EXPECT_EQ(r2.max_staleness, 6);
   EXPECT_TRUE(r2.finished);
-  shard_checkpoint c{1, 77, {1.f, 2.f, 3.f}, 76, {{0.1f, 0.2f, 0.3f}, {}}};
+  EXPECT_EQ(r2.replayed, 640);
+  shard_checkpoint c{1, 77, 40, {1.f, 2.f, 3.f}, 76, {{0.1f, 0.2f, 0.3f}, {}}};
   auto c2 = round_trip<shard_checkpoint>(c);
   EXPECT_EQ(c2.shard, 1);
   EXPECT_EQ(c2.version, 77);
+  EXPECT_EQ(c2.step, 40);
   EXPECT_EQ(c2.values, c.values);
   EXPECT_EQ(c2.opt_steps, 76);
   EXPECT_EQ(c2.opt_slots, c.opt_slots);
+  checkpoint ck;
+  ck.job = "job; mlp 4-3-2";
+  ck.sequence = 3;
+  ck.step = 40;
+  ck.history = {progress_point{1, 40, 2560, 1.5, 0.4, 0.5, 0.8}};
+  ck.shards = {c};
+  ck.workers = {saved_worker{1, 0, 40, true, {saved_work{0, 100, 2}}}};
+  auto ck2 = round_trip<checkpoint>(ck);
+  EXPECT_EQ(ck2.job, ck.job);
+  EXPECT_EQ(ck2.step, 40);
+  ASSERT_EQ(ck2.history.size(), 1u);
+  EXPECT_EQ(ck2.history[0].samples, 2560);
+  ASSERT_EQ(ck2.shards.size(), 1u);
+  EXPECT_EQ(ck2.shards[0].values, c.values);
+  ASSERT_EQ(ck2.workers.size(), 1u);
+  EXPECT_EQ(ck2.workers[0].worker, 1);
+  ASSERT_EQ(ck2.workers[0].work.size(), 1u);
+  EXPECT_EQ(ck2.workers[0].work[0].end, 100);
   auto ep = round_trip<ps_endpoint>(ps_endpoint{"127.0.0.1", 47111});
   EXPECT_EQ(ep.host, "127.0.0.1");
   EXPECT_EQ(ep.port, 47111);

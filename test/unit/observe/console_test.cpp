@@ -10,7 +10,7 @@
 
 #include "observe/metrics_file.hpp"
 #include "synthetic_run.hpp"
-#include "temp_dir.hpp"
+#include "test/support/temp_dir.hpp"
 
 namespace actrain::observe {
 namespace {
@@ -108,7 +108,7 @@ TEST(console, durations_and_tables) {
   EXPECT_NE(summary.find("fmnist-mlp"), std::string::npos);
 }
 
-using metrics_files = testing::temp_dir_test;
+using metrics_files = actrain::test::temp_dir_test;
 
 TEST_F(metrics_files, csv_rows_are_on_disk_after_each_append_and_reopen_appends) {
   const auto path = (dir_ / "m.csv").string();

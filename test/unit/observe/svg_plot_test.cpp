@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "synthetic_run.hpp"
-#include "temp_dir.hpp"
+#include "test/support/temp_dir.hpp"
 
 namespace actrain::observe {
 namespace {
 
 namespace fs = std::filesystem;
 
-using svg_plot_files = testing::temp_dir_test;
+using svg_plot_files = actrain::test::temp_dir_test;
 
 /// Checks tags nest properly (enough XML to catch a broken writer); returns the root tag name.
 std::string check_well_formed(const std::string& x) {

@@ -1,6 +1,6 @@
 #pragma once
 // A fresh directory per test under gtest's temp dir, removed afterwards, and a whole-file reader:
-// the fixture of the observe tests that check bytes on disk.
+// the fixture of the tests that check bytes on disk.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -9,12 +9,12 @@
 #include <sstream>
 #include <string>
 
-namespace actrain::observe::testing {
+namespace actrain::test {
 
 class temp_dir_test : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "actrain_observe_XXXXXX";
+    std::string tmpl = ::testing::TempDir() + "actrain_test_XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
   }
@@ -28,4 +28,4 @@ class temp_dir_test : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-}  // namespace actrain::observe::testing
+}  // namespace actrain::test
