@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include <actrain/backend.hpp>
+#include "apps/checkpoint_options.hpp"
 #include "apps/job_config.hpp"
 
 namespace actrain {
@@ -140,6 +141,7 @@ class exit_watchdog {
 int node_command(const std::vector<std::string>& argv) {
   auto args = argv;
   auto http = take_http_option(args);  // coordinator only: /metrics, /status, the live page
+  auto resume_dir = take_option(args, "--resume");  // coordinator only: a restarted cluster
   std::vector<std::string> rest;
   std::string role_arg;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -160,12 +162,15 @@ int node_command(const std::vector<std::string>& argv) {
   cluster_options opts;
   job_spec job;
   std::shared_ptr<job_data> data;
+  std::shared_ptr<const checkpoint> resume;
   try {
     if (role_arg.empty()) role_arg = caf::get_or(caf::content(cfg), "cluster.role", std::string{});
     if (role_arg.empty()) throw std::invalid_argument("--role (or cluster.role) is required");
     role = parse_role(role_arg);
     if (!http.empty() && role != node_role::coordinator)
       throw std::invalid_argument("--http is served by the coordinator node only");
+    if (!resume_dir.empty() && role != node_role::coordinator)
+      throw std::invalid_argument("--resume is given to the coordinator node only");
     opts = cluster_from_config(cfg);
     job = job_from_config(cfg);
     // Every node derives the same data from the same config (synthetic data from the seed), so
@@ -173,6 +178,7 @@ int node_command(const std::vector<std::string>& argv) {
     data = std::make_shared<job_data>(load_job_data(job));
     fit_model_to_data(job, *data);
     validate(job);
+    if (!resume_dir.empty()) resume = find_resume_point(resume_dir, job, std::cout);
   } catch (const std::exception& e) {
     std::cerr << "actrain node: " << e.what() << "\n";
     return 2;
@@ -213,13 +219,17 @@ int node_command(const std::vector<std::string>& argv) {
     }
     engine_result res;
     try {
-      res = run_coordinator_node(sys, job, data, opts, hooks);
+      res = run_coordinator_node(sys, job, data, opts, hooks, resume);
     } catch (const std::exception& e) {
       std::cerr << "actrain node: " << e.what() << "\n";
       return watchdog.arm(2);
     }
     if (!res.ok) {
       std::cerr << "actrain node: job failed: " << res.error << "\n";
+      return watchdog.arm(1);
+    }
+    if (auto why = save_model_if_asked(cfg, job, res, std::cout); !why.empty()) {
+      std::cerr << "actrain node: " << why << "\n";
       return watchdog.arm(1);
     }
     // The training-set loss of the final parameters: what the closed-form least-squares MSE

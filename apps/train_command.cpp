@@ -8,6 +8,7 @@
 #include <actrain/checkpoint.hpp>
 #include <actrain/engine.hpp>
 #include <actrain/system.hpp>
+#include "apps/checkpoint_options.hpp"
 #include "apps/commands.hpp"
 #include "apps/job_config.hpp"
 #include "observe/console.hpp"
@@ -24,21 +25,6 @@ std::string strip_extension(const std::string& path) {
   auto slash = path.find_last_of('/');
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path;
   return path.substr(0, dot);
-}
-
-/// The newest good checkpoint of `job` in `dir`, printing each file refused on the way.
-std::shared_ptr<const checkpoint> find_resume_point(const std::string& dir, const job_spec& job) {
-  checkpoint_store store(dir, std::max(1, job.checkpoint.keep));
-  std::vector<std::string> refused;
-  auto c = store.latest(job_fingerprint(job), &refused);
-  for (auto& why : refused) std::cout << "refused checkpoint " << why << std::endl;
-  if (!c)
-    throw checkpoint_error(dir + ": no good checkpoint of this job to resume from (" +
-                           std::to_string(refused.size()) + " refused)");
-  std::cout << "resuming from checkpoint " << c->sequence << " in " << dir << " ("
-            << (c->step >= 0 ? "global step " + std::to_string(c->step) + ", " : "") << c->samples
-            << " samples, " << c->seconds << " s trained)" << std::endl;
-  return std::make_shared<const checkpoint>(std::move(*c));
 }
 
 }  // namespace
@@ -58,7 +44,6 @@ int train_command(const std::vector<std::string>& argv) {
   std::optional<observe::http_address> http_at;
   std::unique_ptr<observe::metrics_file_writer> metrics;
   std::shared_ptr<const checkpoint> resume;
-  std::string model_path = caf::get_or(caf::content(cfg), "checkpoint.model", std::string{});
   try {
     if (!http.empty()) http_at = observe::parse_http_address(http);
     job = job_from_config(cfg);
@@ -67,11 +52,7 @@ int train_command(const std::vector<std::string>& argv) {
     validate(job);
     if (!job.metrics_path.empty())
       metrics = std::make_unique<observe::metrics_file_writer>(job.metrics_path);
-    if (!resume_dir.empty()) {
-      resume = find_resume_point(resume_dir, job);
-      // A resumed run goes on checkpointing where it resumed from unless told otherwise.
-      if (job.checkpoint.dir.empty()) job.checkpoint.dir = resume_dir;
-    }
+    if (!resume_dir.empty()) resume = find_resume_point(resume_dir, job, std::cout);
   } catch (const std::exception& e) {
     std::cerr << "actrain train: " << e.what() << "\n";
     return 2;
@@ -127,17 +108,13 @@ int train_command(const std::vector<std::string>& argv) {
     std::cerr << "actrain train: job failed: " << res.error << "\n";
     return 1;
   }
-  if (!model_path.empty()) {
-    try {
-      auto bytes = save_model(model_path, {job.model, res.params, job.name});
-      std::cout << "model written: " << model_path << " (" << bytes << " bytes)" << std::endl;
-    } catch (const std::exception& e) {
-      std::cerr << "actrain train: the model was not written: " << e.what() << "\n";
-      return 1;
-    }
+  if (auto why = save_model_if_asked(cfg, job, res, std::cout); !why.empty()) {
+    std::cerr << "actrain train: " << why << "\n";
+    return 1;
   }
-  std::cout << observe::run_summary(snap) << "result: test loss " << res.test.loss
-            << ", test accuracy " << res.test.accuracy << ", "
+  // Six significant digits: enough to compare with `actrain eval` and between runs.
+  std::cout << observe::run_summary(snap) << std::setprecision(6) << "result: test loss "
+            << res.test.loss << ", test accuracy " << res.test.accuracy << ", "
             << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds << " s"
             << std::endl;
   return 0;

@@ -250,7 +250,7 @@ void write_port_file(const std::string& path, std::uint16_t port) {
 engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const job_spec& job,
                         std::shared_ptr<const job_data> data, const topology& topo,
                         const cluster_members& members, const cluster_options& opts,
-                        node_hooks& hooks) {
+                        node_hooks& hooks, std::shared_ptr<const checkpoint> resume) {
   auto w = wire_fronts(sys, job, topo, members, opts, uses_chunking(job, opts));
   coordinator_config cc;
   cc.job = job;
@@ -260,6 +260,7 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
   cc.fronts = w.fronts;
   cc.workers = members.workers;
   cc.hooks = std::move(hooks.engine);
+  cc.resume = std::move(resume);
   auto coord = sys.spawn(coordinator, std::move(cc));
   if (hooks.control) hooks.control->add(caf::actor_cast<caf::actor>(coord));
   self->monitor(coord);
@@ -282,7 +283,8 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
 
 engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
                                    std::shared_ptr<const job_data> data,
-                                   const cluster_options& opts, node_hooks hooks) {
+                                   const cluster_options& opts, node_hooks hooks,
+                                   std::shared_ptr<const checkpoint> resume) {
   validate(job);
   if (opts.ps_nodes < 1 || opts.ps_nodes > job.shards)
     throw std::invalid_argument(
@@ -323,7 +325,8 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
       .receive([&](bool) { complete = true; }, [&](caf::error& e) { why = describe_error(e); });
   engine_result result;
   if (complete) {
-    result = drive_job(sys, self, job, std::move(data), topo, *members, opts, hooks);
+    result =
+        drive_job(sys, self, job, std::move(data), topo, *members, opts, hooks, std::move(resume));
     stop_registrar();
   } else {
     result.error = "the cluster did not form within " + std::to_string(opts.join_timeout.count()) +

@@ -1,6 +1,7 @@
 #pragma once
 // The umbrella header: everything an application embedding actrain uses.
-//   core (no CAF):  tensor, backend, model, optim, data, job, reference trainer, run_state
+//   core (no CAF):  tensor, backend, model, optim, data, job, reference trainer, run_state,
+//                   checkpoint and model files
 //   engine:         protocol, system (prepare_config), engine (run_job, shard/worker configs),
 //                   client (push / pull / push_pull futures over shard actors)
 //   cluster:        nodes across processes
@@ -8,6 +9,7 @@
 #include <actrain/version.hpp>
 
 #include <actrain/backend.hpp>
+#include <actrain/checkpoint.hpp>
 #include <actrain/data.hpp>
 #include <actrain/job.hpp>
 #include <actrain/model.hpp>

@@ -134,9 +134,11 @@ struct node_outcome {
 /// join_timeout) for opts.ps_nodes ps nodes holding job.shards shards and job.workers worker
 /// nodes, runs the job on their handles, stops every node's actors, unpublishes and returns.
 /// Blocks; `sys` must come from a config passed through prepare_cluster_config().
+/// `resume`: the job continues from that checkpoint (a restarted cluster; coordinator_config).
 engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
                                    std::shared_ptr<const job_data> data,
-                                   const cluster_options& opts, node_hooks hooks = {});
+                                   const cluster_options& opts, node_hooks hooks = {},
+                                   std::shared_ptr<const checkpoint> resume = nullptr);
 
 /// ps node: registers, spawns the shards s with s % ps_nodes == its index, joins them, and waits
 /// until they are stopped or the coordinator is gone. `job` must have its model dims fitted.

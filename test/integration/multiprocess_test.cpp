@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -83,12 +84,15 @@ struct multiprocess_test : ::testing::Test, test::process_group {
 
   /// Starts the coordinator, 2 ps and 3 worker processes (in that order in `kids`); `extra`
   /// goes to every process.
-  std::size_t start_cluster(std::vector<std::string> extra = {}) {
+  std::size_t start_cluster(std::vector<std::string> extra = {},
+                            std::vector<std::string> coordinator_only = {}) {
     auto with = [&](std::vector<std::string> v) {
       v.insert(v.end(), extra.begin(), extra.end());
       return v;
     };
-    auto coord = spawn("coordinator", with({"--cluster.port=0"}));
+    auto first = with({"--cluster.port=0"});
+    first.insert(first.end(), coordinator_only.begin(), coordinator_only.end());
+    auto coord = spawn("coordinator", first);
     auto port = wait_for_line(coord, "listening on port ", 20s);
     if (port.empty()) throw std::runtime_error("coordinator did not listen: " + kids[coord].text);
     for (auto role : {"ps", "ps", "worker", "worker", "worker"})
@@ -206,6 +210,33 @@ TEST_F(multiprocess_test, a_sigkilled_ps_process_fails_the_job_naming_its_shard)
   EXPECT_TRUE(WIFEXITED(kids[coord].status) && WEXITSTATUS(kids[coord].status) == 1)
       << kids[coord].text;
   EXPECT_TRUE(WIFSIGNALED(kids[victim].status));
+}
+
+// No replica yet: a lost ps node ends the job, and the whole cluster restarted with --resume on
+// the coordinator continues from the last checkpoint to the closed form, every row trained.
+TEST_F(multiprocess_test, a_cluster_restarted_after_a_ps_kill_resumes_from_its_checkpoint) {
+  auto dir = ::testing::TempDir() + "actrain_mp_ckpt_" + std::to_string(::getpid());
+  std::vector<std::string> ckpt{"--checkpoint.dir=" + dir, "--checkpoint.every-steps=400"};
+  auto coord = start_cluster(ckpt);
+  ASSERT_FALSE(wait_for_line(coord, "checkpoint written: ", 40s).empty()) << kids[coord].text;
+  ::kill(kids[1].pid, SIGKILL);
+  ASSERT_FALSE(wait_for_line(coord, "job failed: ", 15s).empty()) << kids[coord].text;
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  ASSERT_EQ(kids[coord].text.find("result: "), std::string::npos) << "the job ended first";
+
+  auto first_run = kids.size();
+  auto again = start_cluster(ckpt, {"--resume", dir});
+  auto resumed = wait_for_line(again, "resuming from checkpoint ", 20s);
+  EXPECT_FALSE(resumed.empty()) << kids[again].text;
+  auto result = wait_for_line(again, "result: train loss ", 60s);
+  ASSERT_FALSE(result.empty()) << kids[again].text;
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  for (auto k = first_run; k < kids.size(); ++k)
+    EXPECT_TRUE(WIFEXITED(kids[k].status) && WEXITSTATUS(kids[k].status) == 0) << kids[k].text;
+  auto mse = std::stod(result);
+  auto best = closed_form();
+  EXPECT_LT((mse - best) / best, 1e-3) << "resumed cluster " << mse << ", closed form " << best;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
