@@ -226,13 +226,25 @@ void add_work(self_ptr self, const worker_assignment& a) {
 /// a detached actor that is never destroyed blocks its actor system's destructor.
 caf::behavior watchdog_ticker(caf::event_based_actor* self, caf::actor_addr worker,
                               caf::timespan period) {
-  // The ticker stops when the worker does, whatever the reason.
-  if (auto w = caf::actor_cast<caf::actor>(worker)) self->monitor(w);
+  // The ticker stops when the worker does, whatever the reason. The worker may be gone before
+  // the ticker first runs (it failed or was stopped at once): then there is nothing to monitor,
+  // and a ticker that re-armed itself regardless would keep its actor system from shutting down.
+  auto w = caf::actor_cast<caf::actor>(worker);
+  if (!w) {
+    self->quit();
+    return {};
+  }
+  self->monitor(w);
   self->set_down_handler([self](const caf::down_msg&) { self->quit(); });
   self->delayed_send(self, period, watchdog_atom::value);
   return {
       [=](watchdog_atom) {
-        if (auto w = caf::actor_cast<caf::actor>(worker)) self->send(w, watchdog_atom::value);
+        auto target = caf::actor_cast<caf::actor>(worker);
+        if (!target) {
+          self->quit();
+          return;
+        }
+        self->send(target, watchdog_atom::value);
         self->delayed_send(self, period, watchdog_atom::value);
       },
   };

@@ -7,6 +7,6 @@ scripts/build.sh
 dir="${ACTRAIN_BUILD_DIR:-build}"
 export ACTRAIN_ARTIFACTS="${ACTRAIN_ARTIFACTS:-$PWD/$dir/artifacts}"
 # until-pass:2 runs a failed test once more: a simulated worker node's actor system can wait
-# for its detached worker's thread at teardown (rare under heavy load; docs/testing.md, "Known
+# for its detached worker's thread at teardown (not root-caused; docs/testing.md, "Known
 # flake"). A test that fails twice still fails the run, and every failure is printed.
 ctest --test-dir "$dir" --output-on-failure -j 2 --timeout 300 --repeat until-pass:2

@@ -248,5 +248,36 @@ TEST(worker_test, a_local_send_of_a_gradient_does_not_copy_its_buffer) {
   ds.run();
 }
 
+// A worker that is gone before its watchdog ticker first runs (stopped, or failed, right after
+// its first assignment): the ticker has nothing to watch and must end too. One that re-armed
+// itself instead kept its actor system from ever shutting down (the destructor waits for every
+// actor).
+TEST(worker_test, the_watchdog_ticker_ends_when_its_worker_is_gone_before_it_starts) {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  auto fake = ds.sys->spawn(holding_shard, std::size_t{3});
+  ds.run();
+  auto before = ds.sys->registry().running();
+  auto w = ds.sys->spawn(worker, watched_worker(small_data(), std::chrono::milliseconds(100)));
+  worker_assignment a;
+  a.shards = {fake};
+  a.ranges = {shard_range_t{0, 3}};
+  a.rows = {shard_range_t{0, 40}};
+  self->send(w, assign_atom::value, a);
+  self->send(w, stop_atom::value);
+  ds.sched->run_once();  // the assignment: the worker spawns its ticker and pulls from the shard
+  ds.sched->prioritize(w);
+  ds.sched->run_once();  // the stop, before the ticker ever runs
+  w = nullptr;
+  ds.sched->prioritize(fake);
+  ds.sched->run_once();  // the shard answers the pull: the worker's last reference is gone
+  ds.run();              // now the ticker runs for the first time
+  EXPECT_EQ(ds.sys->registry().running(), before);
+  // No ticker re-armed itself either.
+  EXPECT_FALSE(ds.sched->trigger_timeouts());
+  self->send_exit(fake, caf::exit_reason::user_shutdown);
+  ds.run();
+}
+
 }  // namespace
 }  // namespace actrain
