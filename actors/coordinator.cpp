@@ -255,7 +255,8 @@ void assign(self_ptr self, std::size_t w, std::vector<shard_range_t> rows, std::
   self->send(track.handle, assign_atom::value, std::move(a));
 }
 
-/// A worker is gone: give the work it had left to the live worker with the least to do.
+/// A worker is gone: its rows are spread over every live worker (each gets a contiguous part of
+/// each of its ranges, the least loaded the larger parts), walked for the epochs it had left.
 void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
   auto& st = self->state;
   auto& t = st.workers[lost];
@@ -268,20 +269,33 @@ void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
   auto left = t.assigned_samples - t.done_samples;
   std::ostringstream line;
   line << "worker " << lost << " lost at step " << t.step << " (" << describe_error(reason) << ")";
-  std::size_t best = st.workers.size();
-  for (std::size_t i = 0; i < st.workers.size(); ++i) {
-    auto& c = st.workers[i];
-    if (!c.alive) continue;
-    if (best == st.workers.size() ||
-        c.assigned_samples - c.done_samples <
-            st.workers[best].assigned_samples - st.workers[best].done_samples)
-      best = i;
-  }
-  if (left > 0 && rows > 0 && best < st.workers.size()) {
+  std::vector<std::size_t> live;
+  for (std::size_t i = 0; i < st.workers.size(); ++i)
+    if (st.workers[i].alive) live.push_back(i);
+  auto to_do = [&st](std::size_t i) {
+    return st.workers[i].assigned_samples - st.workers[i].done_samples;
+  };
+  std::stable_sort(live.begin(), live.end(),
+                   [&](std::size_t a, std::size_t b) { return to_do(a) < to_do(b); });
+  if (left > 0 && rows > 0 && !live.empty()) {
     auto epochs = (left + rows - 1) / rows;
-    line << "; its rows (" << rows << ", " << epochs << " epoch(s) left) go to worker " << best;
+    std::vector<std::vector<shard_range_t>> parts(live.size());
     auto moved = t.rows;
-    assign(self, best, moved, epochs);
+    for (auto& r : moved) {
+      auto n = r.end - r.begin;
+      auto k = static_cast<int>(std::min<std::int64_t>(static_cast<std::int64_t>(live.size()), n));
+      for (int i = 0; i < k; ++i) {
+        auto p = shard_range(n, k, i);
+        parts[static_cast<std::size_t>(i)].push_back({r.begin + p.first, r.begin + p.second});
+      }
+    }
+    line << "; its rows (" << rows << ", " << epochs << " epoch(s) left) go to worker";
+    if (live.size() > 1) line << "s";
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      if (parts[i].empty()) continue;
+      line << (i == 0 ? " " : ", ") << live[i];
+      assign(self, live[i], parts[i], epochs);
+    }
   }
   event(self, line.str());
   maybe_done(self);
@@ -723,6 +737,33 @@ void maybe_checkpoint_by_time(self_ptr self) {
   take_checkpoint(self, furthest + 64);
 }
 
+/// Ends the job as stopped (a signal): with checkpoints on, one more first so that it can
+/// resume. In sync mode the cut is asked for a little ahead of the furthest worker (every shard
+/// at one step); the evaluations between the last one and the cut are not in its history.
+void on_stop(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (st.finishing || st.stopping) return;
+  st.stopping = true;
+  event(self, "stopping: " + why);
+  auto stop = [self, why] {
+    auto& st = self->state;
+    auto line = "stopped: " + why;
+    if (!st.result.last_checkpoint.empty())
+      line += " (resume from checkpoint " + st.result.last_checkpoint + ")";
+    fail_job(self, line);
+  };
+  if (!st.writer) {
+    stop();
+    return;
+  }
+  std::int64_t step = -1;
+  if (st.cfg.job.mode == "sync") {
+    for (auto& w : st.workers) step = std::max(step, w.step);
+    step += 64;
+  }
+  take_checkpoint(self, step, stop);
+}
+
 /// The periodic tick: front stats, the curve, the published snapshot, the console.
 void on_tick(self_ptr self) {
   auto& st = self->state;
@@ -769,6 +810,7 @@ coordinator_impl::behavior_type coordinator(
       [self](run_atom) { return on_run(self); },
       [self](progress_atom, const progress_report& r) { on_progress(self, r); },
       [self](tick_atom) { on_tick(self); },
+      [self](stop_atom, const std::string& why) { on_stop(self, why); },
   };
 }
 

@@ -109,8 +109,12 @@ engine_result run_coordinator(caf::actor_system& sys, const coordinator_actor& c
   return result;
 }
 
+coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_config cfg) {
+  return sys.spawn(coordinator, std::move(cfg));
+}
+
 engine_result run_coordinator(caf::actor_system& sys, coordinator_config cfg) {
-  return run_coordinator(sys, sys.spawn(coordinator, std::move(cfg)));
+  return run_coordinator(sys, spawn_coordinator(sys, std::move(cfg)));
 }
 
 engine_result run_job(caf::actor_system& sys, const job_spec& job,

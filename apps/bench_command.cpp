@@ -2,6 +2,7 @@
 
 #include "apps/commands.hpp"
 #include "bench/bench.hpp"
+#include "bench/bench_checkpoint.hpp"
 #include "bench/bench_modes.hpp"
 #include "bench/bench_staleness.hpp"
 #include "bench/bench_wire.hpp"
@@ -27,9 +28,10 @@ int bench_command(const std::vector<std::string>& args) {
   if (what == "wire") return bench_wire(rest);
   if (what == "modes") return bench_modes(rest);
   if (what == "staleness") return bench_staleness(rest);
+  if (what == "checkpoint") return bench_checkpoint(rest);
   if (what == "gpu") return bench_gpu(rest);
   std::cerr << "actrain bench: unknown benchmark '" << what
-            << "' (foundation, reference, engine, modes, staleness, wire, gpu)\n";
+            << "' (foundation, reference, engine, modes, staleness, checkpoint, wire, gpu)\n";
   return 2;
 }
 

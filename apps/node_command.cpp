@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <actrain/backend.hpp>
 #include "apps/checkpoint_options.hpp"
 #include "apps/job_config.hpp"
+#include "apps/signal_guard.hpp"
 
 namespace actrain {
 
@@ -67,36 +69,6 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
 }
 
 namespace {
-
-/// SIGINT/SIGTERM stop the node cleanly: a thread waits for them (blocked everywhere else, so
-/// CAF's threads never see them) and kills the node's actors, which ends the node's run.
-class signal_guard {
- public:
-  explicit signal_guard(std::shared_ptr<node_control> control) {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, nullptr);  // inherited by every thread started later
-    thread_ = std::thread([this, control] {
-      timespec tick{0, 100 * 1000 * 1000};
-      while (!done_) {
-        if (sigtimedwait(&set_, nullptr, &tick) > 0) {
-          std::cerr << "actrain node: signal received, stopping" << std::endl;
-          control->kill();
-        }
-      }
-    });
-  }
-  ~signal_guard() {
-    done_ = true;
-    thread_.join();
-  }
-
- private:
-  sigset_t set_;
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
 
 /// Bounds the actor system's shutdown once a node's work is done. CAF 0.17 can block in the
 /// system's destructor on a middleman connection whose peer is shutting down at the same moment
@@ -185,7 +157,12 @@ int node_command(const std::vector<std::string>& argv) {
   }
   prepare_cluster_config(cfg, opts);
   auto control = std::make_shared<node_control>();
-  signal_guard guard{control};
+  // SIGINT/SIGTERM: a ps or worker node stops its actors (a worker's rows go to the others); the
+  // coordinator ends the job as stopped after a last checkpoint. A second signal ends at once.
+  signal_guard guard{[control](int signo) {
+    std::cerr << "actrain node: " << strsignal(signo) << " received, stopping" << std::endl;
+    control->stop(std::string("signal ") + sigabbrev_np(signo));
+  }};
   exit_watchdog watchdog;
   caf::actor_system sys{cfg};
   auto tag = "[" + to_string(role) + "] ";
@@ -224,6 +201,10 @@ int node_command(const std::vector<std::string>& argv) {
       std::cerr << "actrain node: " << e.what() << "\n";
       return watchdog.arm(2);
     }
+    if (!res.ok && guard.received() != 0) {
+      std::cerr << "actrain node: " << res.error << "\n";
+      return watchdog.arm(exit_stopped);
+    }
     if (!res.ok) {
       std::cerr << "actrain node: job failed: " << res.error << "\n";
       return watchdog.arm(1);
@@ -244,6 +225,11 @@ int node_command(const std::vector<std::string>& argv) {
   }
   auto out = role == node_role::ps ? run_ps_node(sys, job, opts, control)
                                    : run_worker_node(sys, job, data, opts, control);
+  if (guard.received() != 0) {
+    std::cerr << "actrain node: stopped by " << sigabbrev_np(guard.received()) << ": "
+              << out.message << "\n";
+    return watchdog.arm(exit_stopped);
+  }
   if (!out.ok) {
     std::cerr << "actrain node: " << out.message << "\n";
     return watchdog.arm(3);

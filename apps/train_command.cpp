@@ -1,8 +1,10 @@
 // `actrain train`: a whole cluster in this process, with console progress, an optional HTTP
 // endpoint (--http host:port), a metrics file and curve plots next to it.
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include <actrain/checkpoint.hpp>
@@ -11,6 +13,7 @@
 #include "apps/checkpoint_options.hpp"
 #include "apps/commands.hpp"
 #include "apps/job_config.hpp"
+#include "apps/signal_guard.hpp"
 #include "observe/console.hpp"
 #include "observe/http_server.hpp"
 #include "observe/metrics_file.hpp"
@@ -27,9 +30,26 @@ std::string strip_extension(const std::string& path) {
   return path.substr(0, dot);
 }
 
+/// Where a signal goes once the job runs: its coordinator.
+struct stop_target_t {
+  std::mutex mutex;
+  caf::actor_addr coordinator;
+};
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& argv) {
+  // SIGINT/SIGTERM: the job ends as stopped after a last checkpoint (with checkpoints on), exit
+  // code 4; before the job runs there is nothing to save, and the process ends at once.
+  auto stop_target = std::make_shared<stop_target_t>();
+  signal_guard guard{[stop_target](int signo) {
+    std::lock_guard<std::mutex> lock{stop_target->mutex};
+    std::cerr << "actrain train: " << strsignal(signo) << " received, stopping" << std::endl;
+    if (!stop_target->coordinator) std::_Exit(128 + signo);  // the job has not started
+    if (auto c = caf::actor_cast<coordinator_actor>(stop_target->coordinator))
+      caf::anon_send(c, stop_atom::value, std::string("signal ") + sigabbrev_np(signo));
+    // else the job has ended already; the command finishes as it was
+  }};
   auto args = argv;
   auto http = take_http_option(args);
   auto resume_dir = take_option(args, "--resume");
@@ -96,7 +116,14 @@ int train_command(const std::vector<std::string>& argv) {
     auto snap = hub.snapshot();
     console.report(snap);
   };
-  auto res = run_job(sys, job, data, hooks, resume);
+  auto cc = wire_job(sys, job, data, hooks);
+  cc.resume = resume;
+  auto coord = spawn_coordinator(sys, std::move(cc));
+  {
+    std::lock_guard<std::mutex> lock{stop_target->mutex};
+    stop_target->coordinator = coord.address();
+  }
+  auto res = run_coordinator(sys, coord);
   auto snap = hub.snapshot();
   console.finish(snap);
   if (!job.metrics_path.empty()) {
@@ -104,6 +131,10 @@ int train_command(const std::vector<std::string>& argv) {
       std::cout << "plot: " << file << "\n";
   }
   if (server) server->stop();
+  if (!res.ok && guard.received() != 0) {
+    std::cerr << "actrain train: " << res.error << "\n";
+    return exit_stopped;
+  }
   if (!res.ok) {
     std::cerr << "actrain train: job failed: " << res.error << "\n";
     return 1;

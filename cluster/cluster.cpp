@@ -262,7 +262,15 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
   cc.hooks = std::move(hooks.engine);
   cc.resume = std::move(resume);
   auto coord = sys.spawn(coordinator, std::move(cc));
-  if (hooks.control) hooks.control->add(caf::actor_cast<caf::actor>(coord));
+  if (hooks.control) {
+    hooks.control->add(caf::actor_cast<caf::actor>(coord));
+    // SIGTERM: the job ends as stopped after a last checkpoint (with checkpoints on), so the
+    // cluster can be restarted with --resume; a second signal kills.
+    hooks.control->on_stop([addr = coord.address()](const std::string& why) {
+      if (auto c = caf::actor_cast<coordinator_actor>(addr))
+        caf::anon_send(c, stop_atom::value, why);
+    });
+  }
   self->monitor(coord);
   self->send(coord, run_atom::value);
   engine_result result;

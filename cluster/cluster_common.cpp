@@ -104,6 +104,23 @@ void node_control::kill() {
   for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::kill);
 }
 
+void node_control::on_stop(std::function<void(const std::string&)> f) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  graceful_ = std::move(f);
+}
+
+void node_control::stop(const std::string& why) {
+  std::function<void(const std::string&)> f;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    f = graceful_;
+  }
+  if (f)
+    f(why);
+  else
+    kill();
+}
+
 bool node_control::killed() const {
   std::lock_guard<std::mutex> guard{mtx_};
   return killed_;

@@ -52,10 +52,12 @@ struct cluster_options {
   std::string name;                ///< this node's name in messages ("" = role and pid)
   std::string port_file;           ///< coordinator: write the bound port here (for launchers)
   /// Heartbeats on every connection (both sides must send them); a peer silent for
-  /// connection_timeout is declared down, so a hung (SIGSTOPped) node is detected within
-  /// about heartbeat + connection_timeout (measured: ~530 ms), under 1 s with room for load.
+  /// connection_timeout is declared down, so a hung (SIGSTOPped) node is detected within about
+  /// heartbeat + connection_timeout. The default tolerates a node stalled for a second or so (a
+  /// loaded 2-core machine, a 0.7 s SIGSTOP) at the price of noticing a hung one after ~2 s; a
+  /// crashed one is noticed at once (its sockets close). 500 ms detected a hang in ~530 ms.
   std::chrono::milliseconds heartbeat{50};
-  std::chrono::milliseconds connection_timeout{500};
+  std::chrono::milliseconds connection_timeout{2000};
   std::chrono::milliseconds join_timeout{30000};  ///< bound on connecting and on waiting for nodes
   double worker_delay_s = 0;  ///< worker node: extra seconds per step (fault injection)
   /// Slices larger than chunking.chunk_bytes cross nodes in chunks through a gateway on the
@@ -107,11 +109,17 @@ class node_control {
   void on_kill(std::function<void()> f);
   void kill();
   bool killed() const;
+  /// Sets what stop() does instead of kill() (the coordinator node: end the job as stopped,
+  /// after a last checkpoint). Replaces an earlier one.
+  void on_stop(std::function<void(const std::string&)> f);
+  /// A graceful stop (SIGTERM): the on_stop function with `why`, or kill() when none is set.
+  void stop(const std::string& why);
 
  private:
   mutable std::mutex mtx_;
   std::vector<caf::actor_addr> actors_;
   std::vector<std::function<void()>> stoppers_;
+  std::function<void(const std::string&)> graceful_;
   bool killed_ = false;
 };
 

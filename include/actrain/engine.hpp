@@ -102,6 +102,9 @@ coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
 /// run_job's second half: spawns the coordinator from `cfg`, asks it to run, waits until it is
 /// done and returns its result (the reply to run_atom). Blocks the calling thread.
 engine_result run_coordinator(caf::actor_system& sys, coordinator_config cfg);
+/// Spawns the coordinator of `cfg` without running it: a caller that keeps its handle (to stop
+/// the job with stop_atom, e.g. on a signal) then calls run_coordinator(sys, handle).
+coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_config cfg);
 /// The same for a coordinator spawned already (a caller that keeps its handle).
 engine_result run_coordinator(caf::actor_system& sys, const coordinator_actor& coord);
 

@@ -295,8 +295,11 @@ using worker_actor =
 using worker_impl = worker_actor::extend<caf::reacts_to<watchdog_atom>>;
 
 /// Where workers report; the coordinator.
+/// stop (why): end the job now, as stopped with `why` (a signal); with checkpoints on, a last
+/// checkpoint is written first (in sync mode a cut a few steps ahead), so the job can resume.
 using coordinator_actor = caf::typed_actor<caf::reacts_to<progress_atom, progress_report>,
-                                           caf::replies_to<run_atom>::with<engine_result>>;
+                                           caf::replies_to<run_atom>::with<engine_result>,
+                                           caf::reacts_to<stop_atom, std::string>>;
 /// What a coordinator is spawned as: coordinator_actor plus its own periodic ticks (console,
 /// metrics, stall detection). Handed out as coordinator_actor only.
 using coordinator_impl = coordinator_actor::extend<caf::reacts_to<tick_atom>>;

@@ -64,6 +64,46 @@ TEST(coordinator_test, impossible_progress_reports_are_ignored_and_named) {
   EXPECT_TRUE(std::isfinite(res.history.back().train_loss));
 }
 
+TEST(coordinator_test, a_lost_workers_rows_are_spread_over_every_live_worker) {
+  caf::actor_system_config cfg;
+  prepare_config(cfg);
+  caf::actor_system sys{cfg};
+  auto job = test::small_linear_job(3);
+  job.simulated_compute_s = 0.0005;  // long enough for a tick to come while workers train
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  std::mutex mtx;
+  std::vector<std::string> events;
+  auto victim = std::make_shared<caf::actor>();
+  bool killed = false;  // touched on the coordinator's thread only
+  engine_hooks hooks;
+  hooks.tick = std::chrono::milliseconds(5);
+  hooks.on_event = [&](const std::string& e) {
+    std::lock_guard<std::mutex> guard{mtx};
+    events.push_back(e);
+  };
+  hooks.on_tick = [&, victim](const progress_point&, double) {
+    if (killed) return;
+    killed = true;
+    caf::anon_send_exit(*victim, caf::exit_reason::kill);
+  };
+  auto cc = wire_job(sys, job, data, std::move(hooks));
+  *victim = caf::actor_cast<caf::actor>(cc.workers[0]);
+  auto res = run_coordinator(sys, std::move(cc));
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(res.workers_lost, 1);
+  // Every row still trained for the job's epochs (a lost step or two of the victim's retrained).
+  EXPECT_GE(res.samples, 2 * 4000);
+  std::lock_guard<std::mutex> guard{mtx};
+  std::string loss;
+  for (auto& e : events)
+    if (e.find("worker 0 lost at step") != std::string::npos) loss = e;
+  ASSERT_FALSE(loss.empty());
+  EXPECT_TRUE(loss.find("go to workers 1, 2") != std::string::npos ||
+              loss.find("go to workers 2, 1") != std::string::npos)
+      << loss;
+}
+
 // Sync evaluates the weights after fixed global steps (every 21 here, 19 points). In the slow run
 // the first evaluation (the on_eval hook runs inside it) holds the coordinator until the shards
 // have applied 168 steps, 8 points further: every point must still be the weights after exactly

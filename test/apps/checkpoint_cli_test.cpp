@@ -76,6 +76,38 @@ TEST_F(checkpoint_cli, a_killed_sync_run_resumes_to_the_parameters_of_an_uninter
   EXPECT_LE(worst, 1e-5);
 }
 
+TEST_F(checkpoint_cli, sigterm_stops_the_run_after_a_last_checkpoint_and_it_resumes_exactly) {
+  auto whole = (dir_ / "whole.model").string();
+  train({"--checkpoint.model=" + whole});
+  auto ckpt = dir_ / "t";
+  // No periodic checkpoints: the only one is the one SIGTERM asks for.
+  std::vector<std::string> args{ACTRAIN_BINARY,
+                                "train",
+                                "--config",
+                                ini(),
+                                "--checkpoint.dir=" + ckpt.string(),
+                                "--checkpoint.every-steps=0"};
+  {
+    test::process_group p;
+    auto k = p.spawn(args);
+    ASSERT_FALSE(p.wait_for_line(k, "epoch ", 60s).empty()) << p.kids[k].text;
+    ::kill(p.kids[k].pid, SIGTERM);
+    ASSERT_TRUE(p.reap_all(30s)) << p.kids[k].text;
+    auto& out = p.kids[k].text;
+    ASSERT_TRUE(exited_with(p.kids[k], 4)) << out;  // stopped, resumable
+    EXPECT_NE(out.find("Terminated received, stopping"), std::string::npos) << out;
+    EXPECT_NE(out.find("stopped: signal TERM (resume from checkpoint " + ckpt.string()),
+              std::string::npos)
+        << out;
+  }
+  auto resumed = (dir_ / "resumed.model").string();
+  auto again = train({"--resume", ckpt.string(), "--checkpoint.model=" + resumed});
+  auto a = load_model(whole), b = load_model(resumed);
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (std::size_t i = 0; i < a.params.size(); ++i)
+    EXPECT_NEAR(a.params[i], b.params[i], 1e-5) << i;
+}
+
 TEST_F(checkpoint_cli, a_damaged_newest_checkpoint_is_refused_and_the_previous_one_used) {
   auto ckpt = dir_ / "c";
   train({"--checkpoint.dir=" + ckpt.string(), "--job.epochs=12"});

@@ -52,7 +52,8 @@ registrar_actor::behavior_type dummy_registrar() {
 }
 
 coordinator_actor::behavior_type dummy_coordinator() {
-  return {[](progress_atom, const progress_report&) {}, [](run_atom) { return engine_result{}; }};
+  return {[](progress_atom, const progress_report&) {}, [](run_atom) { return engine_result{}; },
+          [](stop_atom, const std::string&) {}};
 }
 
 bool same(const tensor& a, const tensor& b) {

@@ -420,7 +420,7 @@ TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_th
 }
 
 // A worker node's link goes silent (bytes swallowed, sockets left open): nothing is closed, so
-// only the heartbeats (50 ms, connection timeout 500 ms) find it; then as above.
+// only the heartbeats (50 ms, connection timeout 2 s by default) find it; then as above.
 TEST_F(sim_cluster_test, a_silent_worker_link_is_found_by_heartbeats_and_the_job_completes) {
   auto c = make(test::linear_job(3, 2));
   auto cluster = start_and_wait_for_training(c);
