@@ -204,10 +204,17 @@ void complete_job(self_ptr self) {
     r.seconds = st.train_seconds;
     r.samples = st.samples;
     r.samples_per_s = st.train_seconds > 0 ? st.samples / st.train_seconds : 0;
-    for (auto& w : st.workers)
-      if (w.alive) self->send(w.handle, stop_atom::value);
-    for (auto& f : st.cfg.fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
-    for (auto& s : st.cfg.shards) self->send_exit(s, caf::exit_reason::user_shutdown);
+    if (r.ok) {
+      for (auto& w : st.workers)
+        if (w.alive) self->send(w.handle, stop_atom::value);
+      for (auto& f : st.cfg.fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
+      for (auto& s : st.cfg.shards) self->send_exit(s, caf::exit_reason::user_shutdown);
+    } else {
+      // Every worker was lost: the nodes left learn why the job failed.
+      auto reason = make_error(errc::job_failed, r.error);
+      for (auto& f : st.cfg.fronts) self->send_exit(f, reason);
+      for (auto& s : st.cfg.shards) self->send_exit(s, reason);
+    }
     if (auto* hub = st.cfg.hooks.hub) {
       st.front_stats = r.shards;
       publish_snapshot(st, *hub, true);
@@ -304,16 +311,18 @@ void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
 /// A node or actor the coordinator monitors went down: a worker is lost (its rows go to
 /// another), a shard ends the job.
 /// Ends the job as failed with `why`: the reply to run names it, every live worker is stopped.
-void fail_job(self_ptr self, std::string why) {
+void fail_job(self_ptr self, std::string why, errc code = errc::job_failed) {
   auto& st = self->state;
   st.result.error = std::move(why);
   st.finishing = true;
   st.train_seconds = elapsed(st);
   if (st.done.pending()) st.done.deliver(st.result);
+  // Every actor of the job learns why it ends: the nodes of a cluster say so and exit non-zero.
+  auto reason = make_error(code, st.result.error);
   for (auto& w : st.workers)
-    if (w.alive) self->send(w.handle, stop_atom::value);
-  for (auto& f : st.cfg.fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
-  for (auto& s : st.cfg.shards) self->send_exit(s, caf::exit_reason::user_shutdown);
+    if (w.alive) self->send_exit(w.handle, reason);
+  for (auto& f : st.cfg.fronts) self->send_exit(f, reason);
+  for (auto& s : st.cfg.shards) self->send_exit(s, reason);
   self->quit();
 }
 
@@ -322,7 +331,7 @@ void fail_job(self_ptr self, std::string why) {
 /// Returns the job's failure for such a reason, or "" for a loss the job survives (a killed
 /// worker, a lost node or connection, a watchdog timeout).
 std::string fatal_worker_failure(std::size_t i, const caf::error& reason) {
-  if (reason.category() != errc_category()) return {};
+  if (!reason || reason.category() != errc_category()) return {};
   auto who = "worker " + std::to_string(i) + ": " + describe_error(reason);
   switch (static_cast<errc>(reason.code())) {
     case errc::non_finite:
@@ -750,7 +759,7 @@ void on_stop(self_ptr self, const std::string& why) {
     auto line = "stopped: " + why;
     if (!st.result.last_checkpoint.empty())
       line += " (resume from checkpoint " + st.result.last_checkpoint + ")";
-    fail_job(self, line);
+    fail_job(self, line, errc::job_stopped);
   };
   if (!st.writer) {
     stop();

@@ -42,6 +42,10 @@ std::string to_string(errc x) {
       return "compute_failed";
     case errc::io_failed:
       return "io_failed";
+    case errc::job_failed:
+      return "job_failed";
+    case errc::job_stopped:
+      return "job_stopped";
   }
   return "unknown";
 }

@@ -232,7 +232,7 @@ int node_command(const std::vector<std::string>& argv) {
   }
   if (!out.ok) {
     std::cerr << "actrain node: " << out.message << "\n";
-    return watchdog.arm(3);
+    return watchdog.arm(out.job_stopped ? exit_stopped : out.job_failed ? 1 : 3);
   }
   std::cout << tag << to_string(role) << " " << out.index << ": " << out.message << std::endl;
   return watchdog.arm(0);

@@ -106,6 +106,9 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
   for (auto& a : mine) self->monitor(a);
   auto alive = mine.size();
   bool coordinator_gone = false;
+  std::string job_error;  // the cause a failed or stopped job's coordinator ended the actors with
+  bool stopped = false;
+  std::string own_failure;  // the first error an actor of this node ended with otherwise
   while (alive > 0) {
     self->receive([&](caf::down_msg& dm) {
       if (dm.source == reg.address()) {
@@ -116,7 +119,33 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
       }
       for (auto& a : mine)
         if (a.address() == dm.source) alive -= 1;
+      auto& r = dm.reason;
+      auto code = static_cast<errc>(r ? r.code() : 0);
+      if (job_error.empty() && r && r.category() == errc_category() &&
+          (code == errc::job_failed || code == errc::job_stopped)) {
+        job_error = r.context().match_elements<std::string>() ? r.context().get_as<std::string>(0)
+                                                              : describe_error(r);
+        stopped = code == errc::job_stopped;
+      } else if (own_failure.empty() && r && !coordinator_gone &&
+                 r != caf::exit_reason::user_shutdown) {
+        // An actor of this node failed on its own (a worker whose shard went down): the job
+        // cannot have completed as planned.
+        own_failure = describe_error(r);
+      }
     });
+  }
+  if (!job_error.empty()) {
+    out.ok = false;
+    out.job_failed = !stopped;
+    out.job_stopped = stopped;
+    out.message = (stopped ? "the job was stopped: " : "the job failed: ") + job_error;
+    return;
+  }
+  if (!own_failure.empty()) {
+    out.ok = false;
+    out.job_failed = true;
+    out.message = "the job failed: " + own_failure;
+    return;
   }
   out.ok = true;
   out.message = coordinator_gone ? "the coordinator went away; local actors stopped"

@@ -136,6 +136,12 @@ struct node_outcome {
   bool ok = false;
   std::string message;      ///< why it failed, or how it ended
   std::int32_t index = -1;  ///< the index it was assigned
+  /// The coordinator ended the job as failed and told this node's actors why: `message` is
+  /// "the job failed: <its cause>". False for a refused or unreachable node.
+  bool job_failed = false;
+  /// The coordinator ended the job as stopped (a signal; it can resume): `message` is "the job
+  /// was stopped: <why>".
+  bool job_stopped = false;
 };
 
 /// Coordinator node: publishes the registrar on opts.host:opts.port, waits (bounded by

@@ -22,6 +22,8 @@ enum class errc : std::uint8_t {
                      ///< a transfer id 0; a slice sent twice): a misbehaving peer
   compute_failed,    ///< a worker's model or device threw (the exception's text is the context)
   io_failed,         ///< a checkpoint or model file could not be written or read
+  job_failed,        ///< the exit reason of a failed job's actors: the context says why
+  job_stopped,       ///< the exit reason of a stopped job's actors (a signal; resumable): why
 };
 
 std::string to_string(errc x);

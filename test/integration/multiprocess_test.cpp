@@ -210,6 +210,17 @@ TEST_F(multiprocess_test, a_sigkilled_ps_process_fails_the_job_naming_its_shard)
   EXPECT_TRUE(WIFEXITED(kids[coord].status) && WEXITSTATUS(kids[coord].status) == 1)
       << kids[coord].text;
   EXPECT_TRUE(WIFSIGNALED(kids[victim].status));
+  // The surviving ps exits 1 naming the cause. A worker learns it from the coordinator, or
+  // fails on its own request to the dead shard, or finds the coordinator gone first: it exits
+  // 1 saying the job failed, or 0 (a node dropped from the job), never by a signal.
+  EXPECT_TRUE(WIFEXITED(kids[2].status) && WEXITSTATUS(kids[2].status) == 1) << kids[2].text;
+  EXPECT_NE(kids[2].text.find("the job failed: shard " + index + " went down"), std::string::npos)
+      << kids[2].text;
+  for (std::size_t i = 3; i < kids.size(); ++i) {
+    ASSERT_TRUE(WIFEXITED(kids[i].status)) << kids[i].text;
+    if (WEXITSTATUS(kids[i].status) != 0)
+      EXPECT_NE(kids[i].text.find("the job failed: "), std::string::npos) << kids[i].text;
+  }
 }
 
 // With the default connection timeout (2 s) a node that stalls for 0.7 s (SIGSTOP, then SIGCONT)
@@ -254,7 +265,13 @@ TEST_F(multiprocess_test, sigterm_stops_a_worker_node_and_the_coordinator_node_a
   EXPECT_NE(kids[coord].text.find("stopped: signal TERM (resume from checkpoint " + dir),
             std::string::npos)
       << kids[coord].text;
-  for (auto& k : kids) EXPECT_TRUE(WIFEXITED(k.status)) << "killed by a signal:\n" << k.text;
+  // The other nodes were stopped with the job, and say so: exit 4, resumable.
+  for (std::size_t i = 1; i < kids.size(); ++i) {
+    if (i == worker) continue;
+    EXPECT_TRUE(WIFEXITED(kids[i].status) && WEXITSTATUS(kids[i].status) == 4) << kids[i].text;
+    EXPECT_NE(kids[i].text.find("the job was stopped: stopped: signal TERM"), std::string::npos)
+        << kids[i].text;
+  }
 
   auto first_run = kids.size();
   auto again = start_cluster(ckpt, {"--resume", dir});
