@@ -1,7 +1,12 @@
 #include "apps/job_config.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 
 namespace actrain {
@@ -119,7 +124,92 @@ std::string option_text(const caf::config_value& v) {
   return caf::to_string(v);
 }
 
-std::string check_file(app_config& cfg, const std::string& file) {
+/// A job file is small; a larger one is not read at all.
+constexpr std::uintmax_t max_config_bytes = 1 << 20;
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return {};
+  auto e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+/// The file as CAF's INI parser reads it, or why it cannot be: a UTF-8 byte order mark and CRLF
+/// line ends are dropped and `#` comment lines become `;` ones (editors write all three, and
+/// CAF's parser stops at them with a bare position); a key given twice in one group, or a group
+/// opened twice, is an error naming both lines (CAF would keep one of them silently).
+std::string normalized_ini(const std::string& file, std::string& text) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "cannot open the file";
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (raw.rfind("\xEF\xBB\xBF", 0) == 0) raw.erase(0, 3);
+  std::istringstream lines(raw);
+  std::map<std::string, int> group_line;  // group -> line it opened on
+  std::map<std::string, int> key_line;    // group.key -> line it was set on
+  std::string group;
+  int n = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    auto t = trim(line);
+    if (!t.empty() && t[0] == '#') line = ";" + line.substr(line.find('#') + 1);
+    if (t.empty() || t[0] == '#' || t[0] == ';') {
+      text += line + "\n";
+      continue;
+    }
+    if (t[0] == '[' && t.back() == ']') {
+      group = trim(t.substr(1, t.size() - 2));
+      auto [it, fresh] = group_line.emplace(group, n);
+      if (!fresh)
+        return "line " + std::to_string(n) + ": group [" + group +
+               "] appears a second time (first " + "on line " + std::to_string(it->second) +
+               "); put all its keys in one group";
+    } else if (auto eq = t.find('='); eq != std::string::npos) {
+      auto key = group + "." + trim(t.substr(0, eq));
+      auto [it, fresh] = key_line.emplace(key, n);
+      if (!fresh)
+        return "line " + std::to_string(n) + ": " + key + " is set a second time (first on line " +
+               std::to_string(it->second) + ")";
+    }
+    text += line + "\n";
+  }
+  return {};
+}
+
+/// CAF's parser error for `text`, with the line it stopped at and a hint for the usual cause.
+std::string parse_error_text(app_config& cfg, const caf::error& err, const std::string& text) {
+  auto msg = cfg.render(err);
+  // CAF renders it as parser_error(unexpected_character, ({"column" = 8, "line" = 3})).
+  auto number_after = [&msg](const std::string& key) {
+    auto at = msg.find(key);
+    return at == std::string::npos ? 0 : std::atoi(msg.c_str() + at + key.size());
+  };
+  int line_no = number_after("\"line\" = ");
+  int column = number_after("\"column\" = ");
+  if (line_no <= 0) return msg;
+  std::istringstream lines(text);
+  std::string line;
+  for (int i = 0; i < line_no && std::getline(lines, line); ++i) {
+  }
+  if (line.empty()) return msg;
+  auto open = msg.find('('), comma = msg.find(',');
+  auto what = open != std::string::npos && comma != std::string::npos && comma > open
+                  ? msg.substr(open + 1, comma - open - 1)
+                  : msg;
+  std::replace(what.begin(), what.end(), '_', ' ');
+  msg = "line " + std::to_string(line_no) + ", column " + std::to_string(column) + ": " + what +
+        " in `" + trim(line) + "`";
+  auto eq = line.find('=');
+  if (eq != std::string::npos) {
+    auto v = trim(line.substr(eq + 1));
+    bool word = !v.empty() && (std::isalpha(static_cast<unsigned char>(v[0])) || v[0] == '/') &&
+                v != "true" && v != "false";
+    if (word) msg += " (a string value is quoted: " + trim(line.substr(0, eq)) + "=\"" + v + "\")";
+  }
+  return msg;
+}
+
+std::string check_file(app_config& cfg, const std::string& file, std::string& text) {
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec))
     return "config " + file + ": is a directory, not a job file";
@@ -127,8 +217,14 @@ std::string check_file(app_config& cfg, const std::string& file) {
     std::ifstream probe(file);
     if (!probe) return "config " + file + ": cannot open the file";
   }
-  auto parsed = caf::actor_system_config::parse_config_file(file.c_str());
-  if (!parsed) return "config " + file + ": " + cfg.render(parsed.error());
+  auto size = std::filesystem::file_size(file, ec);
+  if (!ec && size > max_config_bytes)
+    return "config " + file + ": " + std::to_string(size) + " bytes; a job file is at most " +
+           std::to_string(max_config_bytes) + " bytes";
+  if (auto why = normalized_ini(file, text); !why.empty()) return "config " + file + ": " + why;
+  std::istringstream source(text);
+  auto parsed = caf::actor_system_config::parse_config(source);
+  if (!parsed) return "config " + file + ": " + parse_error_text(cfg, parsed.error(), text);
   if (parsed->empty())
     return "config " + file +
            ": holds no settings (an empty file? a job file has [job], "
@@ -170,8 +266,9 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
       rest.push_back(args[i]);
     }
   }
+  std::string text;  // the file as CAF reads it (normalized_ini)
   if (!file.empty()) {
-    if (auto msg = check_file(cfg, file); !msg.empty()) return msg;
+    if (auto msg = check_file(cfg, file, text); !msg.empty()) return msg;
   }
   // --model.KEY=VALUE and --optim.KEY=VALUE for undeclared keys: options of registered kinds
   // (they override the file's).
@@ -195,7 +292,8 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
     std::istringstream empty;
     err = cfg.parse(rest, empty);
   } else {
-    err = cfg.parse(rest, file.c_str());
+    std::istringstream source(text);
+    err = cfg.parse(rest, source);
   }
   if (err) return "bad option: " + cfg.render(err);
   if (!cfg.remainder.empty())

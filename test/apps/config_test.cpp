@@ -81,6 +81,58 @@ TEST(config_test, no_job_file_a_directory_or_an_empty_file_is_refused_and_help_o
   EXPECT_NE(printed.find("--help"), std::string::npos) << printed;
 }
 
+// What editors write: a byte order mark, CRLF line ends, `#` comments. Read as meant.
+TEST(config_test, a_bom_crlf_and_hash_comments_are_read_as_meant) {
+  auto path = write_ini("bom.ini",
+                        "\xEF\xBB\xBF# a job\r\n[job]\r\nworkers=3\r\n  # indented\r\n"
+                        "name=\"crlf\"\r\n[model]\r\nkind=\"linear\"\r\n");
+  app_config cfg;
+  ASSERT_EQ(load_app_config(cfg, {"--config", path}), "");
+  auto job = job_from_config(cfg);
+  EXPECT_EQ(job.workers, 3);
+  EXPECT_EQ(job.name, "crlf");
+  EXPECT_EQ(job.model.kind, "linear");
+}
+
+// CAF keeps one of two values silently; which one was meant is not knowable.
+TEST(config_test, a_key_set_twice_or_a_group_opened_twice_is_refused_naming_both_lines) {
+  app_config a;
+  auto twice = load_app_config(
+      a, {"--config", write_ini("dup_key.ini", "[job]\nworkers=2\nshards=1\nworkers=4\n")});
+  EXPECT_NE(twice.find("line 4: job.workers is set a second time (first on line 2)"),
+            std::string::npos)
+      << twice;
+  app_config b;
+  auto group = load_app_config(b, {"--config", write_ini("dup_group.ini",
+                                                         "[job]\nworkers=2\n[model]\nkind=\"mlp\"\n"
+                                                         "[job]\nshards=2\n")});
+  EXPECT_NE(group.find("line 5: group [job] appears a second time (first on line 1)"),
+            std::string::npos)
+      << group;
+}
+
+TEST(config_test, an_unquoted_string_is_refused_with_its_line_and_the_fix) {
+  app_config cfg;
+  auto msg =
+      load_app_config(cfg, {"--config", write_ini("unquoted.ini", "[job]\nworkers=2\nname=foo\n")});
+  EXPECT_NE(msg.find("in `name=foo`"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a string value is quoted: name=\"foo\""), std::string::npos) << msg;
+}
+
+TEST(config_test, a_huge_file_is_refused_before_it_is_read) {
+  auto path = ::testing::TempDir() + "actrain_huge.ini";
+  {
+    std::ofstream out(path);
+    out << "[job]\n";
+    std::string comment(1000, ';');
+    for (int i = 0; i < 1100; ++i) out << comment << "\n";
+  }
+  app_config cfg;
+  auto msg = load_app_config(cfg, {"--config", path});
+  EXPECT_NE(msg.find("a job file is at most 1048576 bytes"), std::string::npos) << msg;
+  std::remove(path.c_str());
+}
+
 TEST(config_test, every_sample_config_parses_and_validates) {
   const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
   ASSERT_NE(src, nullptr);
