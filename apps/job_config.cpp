@@ -250,6 +250,30 @@ std::string check_file(app_config& cfg, const std::string& file, std::string& te
   return {};
 }
 
+/// A command-line option CAF refused, said with the option's key and what it takes.
+std::string bad_option_text(app_config& cfg, const caf::error& err) {
+  auto msg = cfg.render(err);
+  auto key = std::string("\"argument\" = \"");
+  auto at = msg.find(key);
+  if (at == std::string::npos) return "bad option: " + msg;
+  auto end = msg.find('"', at + key.size());
+  auto arg = msg.substr(at + key.size(),
+                        end == std::string::npos ? std::string::npos : end - at - key.size());
+  auto name = arg.rfind("--", 0) == 0 ? arg.substr(2) : arg;
+  auto eq = name.find('=');
+  auto value = eq == std::string::npos ? std::string{} : name.substr(eq + 1);
+  name = name.substr(0, eq);
+  auto dot = name.find('.');
+  const caf::config_option* opt =
+      dot == std::string::npos
+          ? nullptr
+          : cfg.options().qualified_name_lookup(name.substr(0, dot), name.substr(dot + 1));
+  if (!opt) return "unknown option " + arg + " (no such key; --long-help lists them)";
+  auto type = std::string(opt->type_name().begin(), opt->type_name().end());
+  return "bad option " + arg + ": " + name + " takes a value of type " + type + ", not '" + value +
+         "'";
+}
+
 }  // namespace
 
 std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
@@ -295,7 +319,7 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
     std::istringstream source(text);
     err = cfg.parse(rest, source);
   }
-  if (err) return "bad option: " + cfg.render(err);
+  if (err) return bad_option_text(cfg, err);
   if (!cfg.remainder.empty())
     return "unknown command-line argument '" + cfg.remainder.front() + "'";
   if (cfg.cli_helptext_printed) return {};  // --help, --long-help, --dump-config: the caller stops

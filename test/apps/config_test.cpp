@@ -54,7 +54,15 @@ TEST(config_test, a_missing_file_and_a_bad_override_are_refused) {
   auto msg = load_app_config(a, {"--config", "/nonexistent/x.ini"});
   EXPECT_NE(msg.find("/nonexistent/x.ini"), std::string::npos) << msg;
   app_config b;
-  EXPECT_NE(load_app_config(b, {"--job.workers=many"}), "");
+  auto bad = load_app_config(b, {"--job.workers=many"});
+  EXPECT_NE(
+      bad.find(
+          "bad option --job.workers=many: job.workers takes a value of type int64, not 'many'"),
+      std::string::npos)
+      << bad;
+  app_config c;
+  auto unknown = load_app_config(c, {"--job.nope=1"});
+  EXPECT_NE(unknown.find("unknown option --job.nope=1"), std::string::npos) << unknown;
 }
 
 // Without a job file the built-in defaults used to run (and fail as "mlp needs at least one
