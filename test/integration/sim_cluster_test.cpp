@@ -367,12 +367,15 @@ TEST_F(sim_cluster_test, killing_a_worker_node_mid_run_still_completes_the_job) 
   auto killed = cluster.worker_outcome(0, 5s);
   EXPECT_EQ(killed.message, "killed (fault injection)");
   EXPECT_TRUE(has_event(cluster.events(), "worker " + std::to_string(killed.index) + " lost"));
-  // The event says why it went down (the exit reason of its actors: killed).
+  // The event says why it went down: the exit reason of its actors (killed), or the loss of its
+  // node's link when the node's connection closed before that reason arrived (seen once in CI).
   EXPECT_TRUE(has_event(cluster.events(), "lost at step")) << "no loss event";
   for (const auto& e : cluster.events())
     if (e.find("lost at step") != std::string::npos) {
       std::cerr << "loss event: " << e << "\n";
-      EXPECT_NE(e.find("kill"), std::string::npos) << e;
+      EXPECT_TRUE(e.find("kill") != std::string::npos ||
+                  e.find("remote_link_unreachable") != std::string::npos)
+          << e;
     }
   EXPECT_TRUE(cluster.worker_outcome(1, 5s).ok);
   // Its rows went to another worker: the job still made (at least) its passes over the data.
