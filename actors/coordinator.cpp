@@ -1,7 +1,5 @@
 #include "actors/coordinator.hpp"
 
-#include "actors/checkpointer.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -10,26 +8,18 @@ namespace actrain {
 
 namespace {
 
-using self_ptr = coordinator_impl::stateful_pointer<coordinator_state>;
-constexpr std::chrono::seconds request_timeout{60};
+using self_ptr = coordinator_self;
+constexpr auto request_timeout = coordinator_request_timeout;
 /// sync: evaluation points asked for ahead of the workers. Evaluations may fall this many points
 /// behind the training before a point's request could reach its barrier late; every held request
 /// costs a barrier a check per step.
 constexpr int eval_window = 16;
 
-double elapsed(const coordinator_state& st) {
-  return std::chrono::duration<double>(st.now() - st.start).count();
-}
-
-void event(self_ptr self, const std::string& line) {
-  if (self->state.cfg.hooks.on_event) self->state.cfg.hooks.on_event(line);
-}
-
 progress_point current_point(coordinator_state& st) {
   progress_point p;
   p.epoch = st.epoch;
   p.samples = st.samples;
-  p.seconds = elapsed(st);
+  p.seconds = st.elapsed();
   p.train_loss = st.loss_rows > 0 ? st.loss_sum / static_cast<double>(st.loss_rows) : 0;
   for (auto& w : st.workers) p.step = std::max(p.step, w.step);
   return p;
@@ -82,7 +72,6 @@ void tell_fronts_leave(self_ptr self, std::size_t w) {
 
 void record_eval(self_ptr self, std::vector<float> params, bool final_eval,
                  std::int64_t at_step = -1);
-void write_pending(self_ptr self);
 
 void evaluate_now(self_ptr self, bool final_eval) {
   auto& st = self->state;
@@ -113,7 +102,7 @@ void evaluate_at_step(self_ptr self, std::int64_t step) {
       [self](caf::error& err) {
         // A barrier stopped at the end of the job while holding a step the job never reached.
         if (!self->state.finishing)
-          event(self, "evaluation at a fixed step failed: " + describe_error(err));
+          self->state.event("evaluation at a fixed step failed: " + describe_error(err));
       },
       step);
 }
@@ -144,11 +133,11 @@ void record_eval(self_ptr self, std::vector<float> params, bool final_eval, std:
   }
   if (st.cfg.job.target_accuracy > 0 && res.accuracy >= st.cfg.job.target_accuracy &&
       !st.finishing) {
-    event(self,
-          "target accuracy " + std::to_string(st.cfg.job.target_accuracy) + " reached: stopping");
+    self->state.event("target accuracy " + std::to_string(st.cfg.job.target_accuracy) +
+                      " reached: stopping");
     st.stopping_early = true;
     st.finishing = true;
-    st.train_seconds = elapsed(st);
+    st.train_seconds = st.elapsed();
     for (auto& w : st.workers)
       if (w.alive) self->send(w.handle, stop_atom::value);
     st.result.params = std::move(params);
@@ -167,7 +156,7 @@ void maybe_done(self_ptr self) {
     if (!w.finished) return;
   }
   st.finishing = true;
-  st.train_seconds = elapsed(st);
+  st.train_seconds = st.elapsed();
   if (!any_alive) {
     st.result.error = describe_error(
         make_error(errc::no_worker, "every worker was lost; the last: " + st.last_loss_reason));
@@ -177,8 +166,6 @@ void maybe_done(self_ptr self) {
   st.evaluating = false;  // a periodic evaluation in flight is superseded by the final one
   evaluate_now(self, true);
 }
-
-void take_checkpoint(self_ptr self, std::int64_t step, std::function<void()> then = nullptr);
 
 void complete_job(self_ptr self);
 
@@ -304,7 +291,7 @@ void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
       assign(self, live[i], parts[i], epochs);
     }
   }
-  event(self, line.str());
+  self->state.event(line.str());
   maybe_done(self);
 }
 
@@ -315,7 +302,7 @@ void fail_job(self_ptr self, std::string why, errc code = errc::job_failed) {
   auto& st = self->state;
   st.result.error = std::move(why);
   st.finishing = true;
-  st.train_seconds = elapsed(st);
+  st.train_seconds = st.elapsed();
   if (st.done.pending()) st.done.deliver(st.result);
   // Every actor of the job learns why it ends: the nodes of a cluster say so and exit non-zero.
   auto reason = make_error(code, st.result.error);
@@ -355,8 +342,8 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
       if (auto why = fatal_worker_failure(i, dm.reason); !why.empty()) {
         st.workers[i].alive = false;
         st.result.workers_lost += 1;
-        event(self, "worker " + std::to_string(i) + " failed (" + describe_error(dm.reason) +
-                        "); the job fails: its rows would fail the same way on any worker");
+        self->state.event("worker " + std::to_string(i) + " failed (" + describe_error(dm.reason) +
+                          "); the job fails: its rows would fail the same way on any worker");
         fail_job(self, std::move(why));
         return;
       }
@@ -389,150 +376,6 @@ void plan_sync_evaluations(self_ptr self, std::int64_t rows, int n) {
       st.last_eval_step += st.eval_steps;
       evaluate_at_step(self, st.last_eval_step);
     }
-  }
-}
-
-/// The coordinator's progress at a cut: `step` (sync) or now (-1), with the shards' states.
-checkpoint progress_at(coordinator_state& st, std::int64_t step,
-                       std::vector<shard_checkpoint> shards) {
-  checkpoint c;
-  c.job = st.fingerprint;
-  c.sequence = st.next_sequence++;
-  c.step = step;
-  c.samples = st.samples;
-  c.seconds = elapsed(st);
-  c.next_eval_samples = st.next_eval_samples;
-  if (step >= 0 && st.eval_steps > 0) c.last_eval_step = step / st.eval_steps * st.eval_steps;
-  for (auto& p : st.result.history)
-    if (step < 0 || p.step <= step) c.history.push_back(p);
-  c.shards = std::move(shards);
-  for (std::size_t i = 0; i < st.workers.size(); ++i) {
-    auto& w = st.workers[i];
-    saved_worker sw;
-    sw.worker = static_cast<std::int32_t>(i);
-    sw.start_step = w.first_step;
-    // sync: every live worker has pushed exactly `step` slices at the cut (one that ran out of
-    // rows earlier stops at its end when replaying); async: its last reported step.
-    sw.step = step >= 0 ? step : w.step;
-    sw.alive = w.alive;
-    sw.work = w.work;
-    c.workers.push_back(std::move(sw));
-  }
-  return c;
-}
-
-/// Hands `c` to the writer, unless it is still busy with the previous one (then this one is
-/// skipped and counted: training never queues behind the disk). `then` runs once the file is
-/// written or has failed (always for a final checkpoint, which is never skipped).
-void write_checkpoint(self_ptr self, checkpoint c, std::function<void()> then) {
-  auto& st = self->state;
-  if (st.writing && !then) {
-    st.result.checkpoints_skipped += 1;
-    return;
-  }
-  st.writing = true;
-  st.seconds_at_checkpoint = c.seconds;
-  auto seq = c.sequence;
-  self->request(st.writer, caf::infinite, std::move(c))
-      .then(
-          [self, then](std::string& path, std::int64_t bytes, double seconds) {
-            auto& st = self->state;
-            st.writing = false;
-            st.result.checkpoints += 1;
-            st.result.last_checkpoint = path;
-            st.result.checkpoint_bytes = bytes;
-            st.result.checkpoint_write_s += seconds;
-            std::ostringstream line;
-            line.precision(3);
-            line << "checkpoint written: " << path << " (" << bytes << " bytes, " << seconds
-                 << " s)";
-            event(self, line.str());
-            if (then) then();
-          },
-          [self, then, seq](caf::error& err) {
-            self->state.writing = false;
-            event(self, "checkpoint " + std::to_string(seq) + " failed: " + describe_error(err));
-            if (then) then();
-          });
-}
-
-/// sync: a gathered cut is written once every evaluation point up to its step is in the history
-/// (a resumed run then continues with exactly the points after it).
-void write_pending(self_ptr self) {
-  auto& st = self->state;
-  if (!st.pending || st.finishing) return;
-  auto step = st.pending->step;
-  if (st.eval_steps > 0) {
-    std::int64_t have = 0;
-    for (auto& p : st.result.history)
-      if (p.step <= step) have += 1;
-    if (have < step / st.eval_steps) return;
-    st.pending->history.clear();
-    for (auto& p : st.result.history)
-      if (p.step <= step) st.pending->history.push_back(p);
-  }
-  auto c = std::move(*st.pending);
-  st.pending.reset();
-  write_checkpoint(self, std::move(c), nullptr);
-}
-
-/// Asks every front for its shard's state: at global step `step` (sync: a barrier answers when it
-/// gets there, so every shard is cut at the same step) or as it stands (-1). `then`, for the
-/// final checkpoint, runs once it is written or has failed.
-void take_checkpoint(self_ptr self, std::int64_t step, std::function<void()> then) {
-  auto& st = self->state;
-  auto n = st.cfg.fronts.size();
-  auto shards = std::make_shared<std::vector<shard_checkpoint>>(n);
-  auto left = std::make_shared<std::size_t>(n);
-  auto failed = std::make_shared<bool>(false);
-  if (step >= 0)
-    st.sync_cut = step;
-  else
-    st.gathering = true;
-  // A cut ahead is held until the training gets there: no deadline but the job's end.
-  auto timeout = step >= 0 ? caf::infinite : caf::duration{request_timeout};
-  for (std::size_t s = 0; s < n; ++s) {
-    self->request(st.cfg.fronts[s], timeout, checkpoint_atom::value, step)
-        .then(
-            [self, s, step, shards, left, failed, then](shard_checkpoint& c) {
-              (*shards)[s] = std::move(c);
-              if (--*left > 0 || *failed) return;
-              auto& st = self->state;
-              if (step < 0) st.gathering = false;
-              if (then) {
-                write_checkpoint(self, progress_at(st, step, std::move(*shards)), then);
-                return;
-              }
-              if (st.finishing) return;
-              if (step < 0) {
-                write_checkpoint(self, progress_at(st, step, std::move(*shards)), nullptr);
-                return;
-              }
-              st.pending = progress_at(st, step, std::move(*shards));
-              write_pending(self);
-              if (st.cfg.job.checkpoint.every_steps > 0)
-                take_checkpoint(self, step + st.cfg.job.checkpoint.every_steps);
-              else
-                st.sync_cut = -1;
-            },
-            [self, step, failed, then](caf::error& err) {
-              if (*failed) return;
-              *failed = true;
-              auto& st = self->state;
-              if (step < 0) st.gathering = false;
-              if (then) {
-                event(self, "the last checkpoint failed: " + describe_error(err));
-                then();
-                return;
-              }
-              if (st.finishing) return;  // a cut the job never reached
-              event(self, "checkpoint failed: " + describe_error(err));
-              // sync: the step went by before the barrier heard of it: ask for a later one.
-              if (step >= 0) {
-                auto every = st.cfg.job.checkpoint.every_steps;
-                take_checkpoint(self, step + (every > 0 ? every : 64));
-              }
-            });
   }
 }
 
@@ -590,37 +433,6 @@ void begin_training(self_ptr self) {
   self->delayed_send(self, st.cfg.hooks.tick, tick_atom::value);
 }
 
-/// Why `c` cannot continue this job ("" when it can).
-std::string resume_mismatch(const coordinator_state& st, const checkpoint& c) {
-  if (c.job != st.fingerprint)
-    return "the checkpoint belongs to another job (" + c.job + "), not (" + st.fingerprint + ")";
-  if (c.shards.size() != st.cfg.fronts.size())
-    return "the checkpoint holds " + std::to_string(c.shards.size()) + " shards, the job has " +
-           std::to_string(st.cfg.fronts.size());
-  if (c.workers.size() != st.workers.size())
-    return "the checkpoint holds " + std::to_string(c.workers.size()) + " workers, the job has " +
-           std::to_string(st.workers.size());
-  return {};
-}
-
-/// Opens the job's checkpoint folder and spawns the writer; false (the job failed) when the
-/// folder cannot be made.
-bool open_checkpoints(self_ptr self) {
-  auto& st = self->state;
-  auto& spec = st.cfg.job.checkpoint;
-  if (spec.dir.empty()) return true;
-  try {
-    auto store = std::make_shared<checkpoint_store>(spec.dir, spec.keep);
-    st.next_sequence = store->next_sequence();
-    st.writer = self->home_system().spawn<caf::detached>(checkpoint_writer, std::move(store),
-                                                         self->address());
-  } catch (const std::exception& e) {
-    fail_job(self, e.what());
-    return false;
-  }
-  return true;
-}
-
 /// Starts the job: monitors every actor, restores the shards when resuming, then trains.
 caf::result<engine_result> on_run(self_ptr self) {
   auto& st = self->state;
@@ -638,7 +450,10 @@ caf::result<engine_result> on_run(self_ptr self) {
     self->monitor(t.handle);
     st.workers.push_back(std::move(t));
   }
-  if (!open_checkpoints(self)) return st.done;
+  if (auto why = open_checkpoints(self); !why.empty()) {
+    fail_job(self, why);
+    return st.done;
+  }
   auto from = st.cfg.resume;
   if (!from) {
     begin_training(self);
@@ -675,8 +490,8 @@ void on_progress(self_ptr self, const progress_report& r) {
   if (r.worker < 0 || static_cast<std::size_t>(r.worker) >= st.workers.size() || r.samples < 0 ||
       !std::isfinite(r.loss_sum) || r.max_staleness < 0 || r.replayed < 0 ||
       !(r.busy_seconds >= 0) || !std::isfinite(r.busy_seconds)) {
-    event(self, "ignored an invalid progress report (worker " + std::to_string(r.worker) +
-                    ", samples " + std::to_string(r.samples) + ")");
+    self->state.event("ignored an invalid progress report (worker " + std::to_string(r.worker) +
+                      ", samples " + std::to_string(r.samples) + ")");
     return;
   }
   auto& w = st.workers[static_cast<std::size_t>(r.worker)];
@@ -727,25 +542,6 @@ void on_progress(self_ptr self, const progress_report& r) {
   maybe_done(self);
 }
 
-/// A checkpoint by time ([checkpoint] every-seconds of training since the last one). sync: a cut
-/// a little ahead of the furthest worker, when no cut by steps is planned.
-void maybe_checkpoint_by_time(self_ptr self) {
-  auto& st = self->state;
-  auto every = st.cfg.job.checkpoint.every_seconds;
-  if (!st.writer || every <= 0 || st.gathering || elapsed(st) - st.seconds_at_checkpoint < every)
-    return;
-  if (st.cfg.job.mode != "sync") {
-    st.seconds_at_checkpoint = elapsed(st);
-    take_checkpoint(self, -1);
-    return;
-  }
-  if (st.sync_cut >= 0 || st.pending) return;
-  std::int64_t furthest = 0;
-  for (auto& w : st.workers) furthest = std::max(furthest, w.step);
-  st.seconds_at_checkpoint = elapsed(st);
-  take_checkpoint(self, furthest + 64);
-}
-
 /// Ends the job as stopped (a signal): with checkpoints on, one more first so that it can
 /// resume. In sync mode the cut is asked for a little ahead of the furthest worker (every shard
 /// at one step); the evaluations between the last one and the cut are not in its history.
@@ -753,7 +549,7 @@ void on_stop(self_ptr self, const std::string& why) {
   auto& st = self->state;
   if (st.finishing || st.stopping) return;
   st.stopping = true;
-  event(self, "stopping: " + why);
+  self->state.event("stopping: " + why);
   auto stop = [self, why] {
     auto& st = self->state;
     auto line = "stopped: " + why;
@@ -765,12 +561,7 @@ void on_stop(self_ptr self, const std::string& why) {
     stop();
     return;
   }
-  std::int64_t step = -1;
-  if (st.cfg.job.mode == "sync") {
-    for (auto& w : st.workers) step = std::max(step, w.step);
-    step += 64;
-  }
-  take_checkpoint(self, step, stop);
+  take_checkpoint(self, st.cfg.job.mode == "sync" ? sync_cut_ahead(st) : -1, stop);
 }
 
 /// The periodic tick: front stats, the curve, the published snapshot, the console.

@@ -50,6 +50,12 @@ struct coordinator_state {
   /// the coordinator reads (rates, stalls, elapsed time) comes through it.
   const caf::actor_clock* sys_clock = nullptr;
   caf::actor_clock::time_point now() const { return sys_clock->now(); }
+  /// Seconds since training started (by the clock above).
+  double elapsed() const { return std::chrono::duration<double>(now() - start).count(); }
+  /// Reports a one-line event to the hooks.
+  void event(const std::string& line) const {
+    if (cfg.hooks.on_event) cfg.hooks.on_event(line);
+  }
   caf::actor_clock::time_point start;
   double train_seconds = 0;
   std::int64_t samples = 0;
@@ -64,7 +70,7 @@ struct coordinator_state {
   std::int64_t eval_steps = 0;
   std::int64_t last_eval_step = 0;  ///< sync: the furthest evaluation point asked for so far
   bool finishing = false;
-  bool stopping = false;  ///< asked to stop (a signal): the last checkpoint is being taken
+  bool stopping = false;         ///< asked to stop (a signal): the last checkpoint is being taken
   std::string last_loss_reason;  ///< why the last lost worker went down
   bool stopping_early = false;
   std::vector<shard_stats> front_stats;  ///< latest stats of each front (refreshed every tick)
@@ -91,6 +97,30 @@ void note_blocked_workers(coordinator_state& st);
 /// Lines naming what the job waits for: workers silent for longer than the threshold, and
 /// barrier steps held back, with the workers they wait for.
 std::vector<std::string> find_stalls(const coordinator_state& st, double threshold_s);
+
+/// How long the coordinator waits for a shard's or front's answer (not for a held cut or point).
+constexpr std::chrono::seconds coordinator_request_timeout{60};
+
+using coordinator_self = coordinator_impl::stateful_pointer<coordinator_state>;
+
+// Checkpoints (coordinator_checkpoint.cpp).
+/// Asks every front for its shard's state: at global step `step` (sync: a barrier answers when it
+/// gets there, so every shard is cut at the same step) or as it stands (-1), then writes the
+/// checkpoint (sync: once the evaluations up to the cut are in). `then`, for a last checkpoint
+/// (the end of the job, a stop), runs once it is written or has failed.
+void take_checkpoint(coordinator_self self, std::int64_t step,
+                     std::function<void()> then = nullptr);
+/// sync: writes the gathered cut once every evaluation point up to its step is in the history.
+void write_pending(coordinator_self self);
+/// A checkpoint when [checkpoint] every-seconds of training have passed since the last one.
+void maybe_checkpoint_by_time(coordinator_self self);
+/// sync: a cut a little ahead of the furthest reported worker.
+std::int64_t sync_cut_ahead(const coordinator_state& st);
+/// Why `c` cannot continue this job ("" when it can).
+std::string resume_mismatch(const coordinator_state& st, const checkpoint& c);
+/// Opens the job's checkpoint folder and spawns the writer (nothing without [checkpoint] dir);
+/// returns why it could not ("" on success).
+std::string open_checkpoints(coordinator_self self);
 
 /// Builds nothing itself: hands each worker its rows and the shard map, counts epochs, evaluates
 /// on the test set, reacts to lost workers, and stops everything when the job is done. `run`

@@ -11,6 +11,14 @@
 
 namespace actrain::test {
 
+/// The whole file at `p` as bytes ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 class temp_dir_test : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -19,12 +27,7 @@ class temp_dir_test : public ::testing::Test {
     dir_ = tmpl;
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  static std::string read(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  static std::string read(const std::filesystem::path& p) { return read_file(p); }
   std::filesystem::path dir_;
 };
 

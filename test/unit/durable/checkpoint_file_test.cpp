@@ -61,8 +61,7 @@ checkpoint sample_checkpoint(const std::string& kind) {
 }
 
 std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return test::read_file(p);
 }
 void write_bytes(const fs::path& p, const std::string& b) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
