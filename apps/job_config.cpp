@@ -105,7 +105,10 @@ app_config::app_config() {
                 "loopback, else all)")
       .add<int64_t>("listen-port", "ps node: port for workers (0 = any free port)")
       .add<str>("advertise-host",
-                "ps node: address workers dial (\"\" = as the coordinator sees it)");
+                "ps node: address workers dial (\"\" = as the coordinator sees it)")
+      .add<str>("tls-certificate", "this node's PEM certificate (TLS between nodes when set)")
+      .add<str>("tls-key", "this node's unencrypted PEM private key")
+      .add<str>("tls-ca", "PEM CA certificate every node's certificate must be signed by");
 }
 
 namespace {

@@ -63,6 +63,9 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
                                 std::to_string(listen_port));
   o.listen_port = static_cast<std::uint16_t>(listen_port);
   o.advertise_host = get_or(c, "cluster.advertise-host", o.advertise_host);
+  o.tls.certificate = get_or(c, "cluster.tls-certificate", o.tls.certificate);
+  o.tls.key = get_or(c, "cluster.tls-key", o.tls.key);
+  o.tls.ca = get_or(c, "cluster.tls-ca", o.tls.ca);
   if (o.connection_timeout <= o.heartbeat)
     throw std::invalid_argument("cluster.connection-timeout must exceed cluster.heartbeat");
   return o;
@@ -144,6 +147,7 @@ int node_command(const std::vector<std::string>& argv) {
     if (!resume_dir.empty() && role != node_role::coordinator)
       throw std::invalid_argument("--resume is given to the coordinator node only");
     opts = cluster_from_config(cfg);
+    validate(opts.tls);  // bad certificate files named before anything listens
     job = job_from_config(cfg);
     // Every node derives the same data from the same config (synthetic data from the seed), so
     // no data crosses the network; ps nodes need it only for the model's dimensions.

@@ -1,5 +1,6 @@
 #include "bench/bench_wire.hpp"
 
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -21,6 +24,7 @@
 #include "bench/doc_section.hpp"
 #include "bench/median.hpp"
 #include "cluster/chunking.hpp"
+#include "cluster/transport.hpp"
 
 namespace actrain {
 
@@ -114,25 +118,49 @@ caf::behavior wire_server(caf::event_based_actor* self) {
   };
 }
 
-int run_server(int out_fd) {
+/// A wire_server published by its own actor system, plain or TLS (`opts.tls`).
+struct published_server {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::actor srv;
+  std::uint16_t port = 0;
+
+  explicit published_server(const cluster_options& opts) {
+    prepare_cluster_config(cfg, opts);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    srv = sys->spawn(wire_server);
+    auto p = net::publish(*sys, caf::actor_cast<caf::strong_actor_ptr>(srv),
+                          sys->message_types(srv), 0, "127.0.0.1");
+    if (p) port = *p;
+  }
+  ~published_server() {
+    if (port != 0) {
+      caf::scoped_actor self{*sys};
+      self->wait_for(srv);  // the client sends stop when done
+      net::unpublish(*sys, srv.address(), port);
+    }
+  }
+};
+
+int run_server(int out_fd, const tls_options& tls) {
   asio::io_context io;
   tcp::acceptor acc(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  caf::actor_system_config cfg;
-  prepare_cluster_config(cfg, cluster_options{});
-  caf::actor_system sys{cfg};
-  auto srv = sys.spawn(wire_server);
-  auto port = sys.middleman().publish(srv, 0, "127.0.0.1", true);
-  if (!port) return 1;
-  std::uint16_t ports[2] = {acc.local_endpoint().port(), *port};
+  published_server plain{cluster_options{}};
+  std::unique_ptr<published_server> secure;
+  if (tls.enabled()) {
+    cluster_options o;
+    o.tls = tls;
+    secure = std::make_unique<published_server>(o);
+  }
+  if (plain.port == 0 || (secure && secure->port == 0)) return 1;
+  std::uint16_t ports[3] = {acc.local_endpoint().port(), plain.port,
+                            secure ? secure->port : std::uint16_t{0}};
   if (::write(out_fd, ports, sizeof ports) != sizeof ports) return 1;
   ::close(out_fd);
   tcp::socket sock(io);
   acc.accept(sock);
   sock.set_option(tcp::no_delay(true));
   serve_raw(std::move(sock));
-  caf::scoped_actor self{sys};
-  self->wait_for(srv);  // the client sends stop when done
-  sys.middleman().unpublish(srv, *port);
   return 0;
 }
 
@@ -156,10 +184,10 @@ const std::vector<std::size_t> sizes_mb{1, 16, 64};
 /// ports come back through a pipe.
 struct server_process {
   pid_t pid = -1;
-  std::uint16_t ports[2] = {0, 0};
+  std::uint16_t ports[3] = {0, 0, 0};  ///< raw TCP, CAF, CAF over TLS (0 = none)
 };
 
-server_process start_server() {
+server_process start_server(const tls_options& tls) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("bench wire: pipe failed");
   server_process sp;
@@ -167,7 +195,7 @@ server_process start_server() {
   if (sp.pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the measuring process
     ::close(fds[0]);
-    ::_exit(run_server(fds[1]));
+    ::_exit(run_server(fds[1], tls));
   }
   ::close(fds[1]);
   if (::read(fds[0], sp.ports, sizeof sp.ports) != sizeof sp.ports) {
@@ -329,27 +357,104 @@ std::vector<sweep_point> measure_chunked(caf::actor_system& sys, caf_client& c,
   return sweep;
 }
 
+caf::actor connect_server(caf::actor_system& sys, std::uint16_t port) {
+  auto c = net::connect(sys, "127.0.0.1", port, clk::now() + std::chrono::seconds(10), false);
+  if (c.failure != net::connect_failure::none || !c.published)
+    throw std::runtime_error("bench wire: " + (c.message.empty() ? "no server" : c.message));
+  return caf::actor_cast<caf::actor>(c.published);
+}
+
+/// Median small-message round trip in seconds.
+double round_trip(caf_client& c) {
+  std::vector<double> ts;
+  auto got_tick = [](std::int32_t) {};
+  for (int r = 0; r < 2000; ++r) ts.push_back(time_s([&] { c.call(got_tick, tick_atom::value); }));
+  return median(ts);
+}
+
 /// Everything through CAF; returns the median small-message round trip in seconds.
 double measure_caf(std::uint16_t port, int reps, std::vector<row>& rows,
                    std::vector<sweep_point>& sweep) {
   caf::actor_system_config cfg;
   prepare_cluster_config(cfg, cluster_options{});
   caf::actor_system sys{cfg};
-  auto srv = sys.middleman().remote_actor("127.0.0.1", port);
-  if (!srv) throw std::runtime_error("bench wire: " + sys.render(srv.error()));
   caf::scoped_actor self{sys};
-  caf_client c{self, *srv, reps};
+  caf_client c{self, connect_server(sys, port), reps};
   measure_one_message(c, rows);
   sweep = measure_chunked(sys, c, rows);
-  std::vector<double> ts;
-  auto got_tick = [](std::int32_t) {};
-  for (int r = 0; r < 2000; ++r) ts.push_back(time_s([&] { c.call(got_tick, tick_atom::value); }));
-  self->send(*srv, stop_atom::value);
-  return median(ts);
+  auto rtt = round_trip(c);
+  self->send(c.srv, stop_atom::value);
+  return rtt;
+}
+
+/// push_pull of each size through the training path (proxy, chunks, gateway) over TLS, and the
+/// small round trip; the same measurement as the plain rows, from a TLS actor system to a TLS
+/// server with the same certificates' CA.
+struct tls_figures {
+  std::vector<double> push_pull_gbs;  ///< per sizes_mb
+  double rtt = 0;
+};
+
+tls_figures measure_tls(std::uint16_t port, int reps, const tls_options& tls) {
+  caf::actor_system_config cfg;
+  cluster_options o;
+  o.tls = tls;
+  prepare_cluster_config(cfg, o);
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  caf_client c{self, connect_server(sys, port), reps};
+  tls_figures out;
+  std::vector<caf::actor> proxies;
+  for (auto mb : sizes_mb) {
+    auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
+    shard_actor proxy = sys.spawn(shard_proxy, c.gateway_for(floats, chunk_options{}), floats,
+                                  chunk_options{}, caf::actor{});
+    proxies.push_back(caf::actor_cast<caf::actor>(proxy));
+    out.push_pull_gbs.push_back(2.0 * static_cast<double>(mb << 20) /
+                                c.time_op(proxy, filled_tensor(floats), 2) / 1e9);
+  }
+  for (auto& p : proxies) self->send_exit(p, caf::exit_reason::user_shutdown);
+  out.rtt = round_trip(c);
+  self->send(c.srv, stop_atom::value);
+  return out;
+}
+
+/// Certificates for the TLS rows: `dir` when given (scripts/make-certs.sh DIR bench), else made
+/// in a fresh temp folder with scripts/make-certs.sh (run from the repository root). Empty
+/// options (no TLS rows) when neither works, with the reason on stderr.
+tls_options bench_certificates(std::string dir) {
+  if (dir.empty()) {
+    std::string tmpl = "/tmp/actrain_bench_wire_XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) return {};
+    dir = tmpl;
+    // posix_spawn, not Boost.Process: its v1 needs the compiled Boost.Filesystem library,
+    // which nothing else here links.
+    std::vector<std::string> args{"/bin/bash", "scripts/make-certs.sh", dir, "bench"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    int status = -1;
+    if (::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0 ||
+        ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::cerr << "bench wire: scripts/make-certs.sh failed (run from the repository root, or "
+                   "give --tls-certs DIR); no TLS rows\n";
+      return {};
+    }
+  }
+  tls_options t{dir + "/bench.pem", dir + "/bench.key", dir + "/ca.pem"};
+  try {
+    validate(t);
+  } catch (const std::exception& e) {
+    std::cerr << "bench wire: " << e.what() << "; no TLS rows\n";
+    return {};
+  }
+  return t;
 }
 
 std::string wire_report(int reps, const std::vector<row>& rows,
-                        const std::vector<sweep_point>& sweep, double raw_rtt, double caf_rtt) {
+                        const std::vector<sweep_point>& sweep, double raw_rtt, double caf_rtt,
+                        const tls_figures* tls) {
   std::ostringstream md;
   md << std::fixed << std::setprecision(2);
   md << "`actrain bench wire` (two processes on 127.0.0.1, medians of " << reps
@@ -372,6 +477,23 @@ std::string wire_report(int reps, const std::vector<row>& rows,
   md << ".\n"
      << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6 << " us, CAF "
      << caf_rtt * 1e6 << " us.\n";
+  if (tls) {
+    md << "\nTLS (CAF's OpenSSL module, mutual authentication, EC P-256 certificates from "
+          "scripts/make-certs.sh): the same push_pull through proxy and gateway, measured in the "
+          "same run between the same two processes, each side one TLS actor system.\n\n"
+       << "| op | size | actrain GB/s | actrain over TLS GB/s | TLS / plain |\n"
+       << "| --- | --- | --- | --- | --- |\n"
+       << std::setprecision(2);
+    std::size_t k = 0;
+    for (auto& r : rows)
+      if (r.op == "push_pull") {
+        md << "| push_pull | " << r.mb << " MB | " << r.chunked_gbs << " | "
+           << tls->push_pull_gbs[k] << " | " << tls->push_pull_gbs[k] / r.chunked_gbs << " |\n";
+        ++k;
+      }
+    md << std::setprecision(1) << "\nSmall-message round trip over TLS: " << tls->rtt * 1e6
+       << " us (plain CAF " << caf_rtt * 1e6 << " us).\n";
+  }
   return md.str();
 }
 
@@ -379,16 +501,24 @@ std::string wire_report(int reps, const std::vector<row>& rows,
 
 int bench_wire(const std::vector<std::string>& args) {
   int reps = 5;
-  for (std::size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == "--reps") reps = std::max(1, std::stoi(args[i + 1]));
-  auto server = start_server();
+  std::string certs;
+  bool with_tls = true;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--reps" && i + 1 < args.size()) reps = std::max(1, std::stoi(args[i + 1]));
+    if (args[i] == "--tls-certs" && i + 1 < args.size()) certs = args[i + 1];
+    if (args[i] == "--no-tls") with_tls = false;
+  }
+  auto tls = with_tls ? bench_certificates(certs) : tls_options{};
+  auto server = start_server(tls);
   std::vector<row> rows;
   std::vector<sweep_point> sweep;
   double raw_rtt = measure_raw(server.ports[0], reps, rows);
   double caf_rtt = measure_caf(server.ports[1], reps, rows, sweep);
+  std::optional<tls_figures> tls_rows;
+  if (server.ports[2] != 0) tls_rows = measure_tls(server.ports[2], reps, tls);
   int status = 0;
   ::waitpid(server.pid, &status, 0);
-  auto md = wire_report(reps, rows, sweep, raw_rtt, caf_rtt);
+  auto md = wire_report(reps, rows, sweep, raw_rtt, caf_rtt, tls_rows ? &*tls_rows : nullptr);
   std::cout << md;
   update_doc_section(benchmarks_doc_path(), "wire", md);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;

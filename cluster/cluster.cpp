@@ -18,6 +18,7 @@
 #include "actors/shard.hpp"
 #include "actors/worker.hpp"
 #include "cluster/chunking.hpp"
+#include "cluster/transport.hpp"
 
 namespace actrain {
 
@@ -316,8 +317,9 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     return status;
   };
   engine_result fail;
-  const char* bind = opts.host.empty() || opts.host == "0.0.0.0" ? nullptr : opts.host.c_str();
-  auto port = sys.middleman().publish(reg, opts.port, bind, true);
+  const std::string bind = opts.host == "0.0.0.0" ? "" : opts.host;
+  auto port = net::publish(sys, caf::actor_cast<caf::strong_actor_ptr>(reg), sys.message_types(reg),
+                           opts.port, bind);
   if (!port) {
     stop_registrar();
     fail.error = "cannot listen on " + opts.host + ":" + std::to_string(opts.port) + ": " +
@@ -340,7 +342,7 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     result.error = "the cluster did not form within " + std::to_string(opts.join_timeout.count()) +
                    " ms (" + why + "): " + stop_registrar();
   }
-  sys.middleman().unpublish(reg, *port);
+  net::unpublish(sys, reg.address(), *port);
   return result;
 }
 

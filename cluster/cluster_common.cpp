@@ -5,9 +5,15 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <caf/openssl/manager.hpp>
+
 #include <actrain/system.hpp>
 
 namespace actrain {
+
+namespace detail {
+bool openssl_queue_guard_linked();  // cluster/openssl_queue.cpp
+}  // namespace detail
 
 node_role parse_role(const std::string& s) {
   if (s == "coordinator") return node_role::coordinator;
@@ -37,6 +43,16 @@ void prepare_cluster_config(caf::actor_system_config& cfg, const cluster_options
     cfg.set("middleman.workers", static_cast<std::int64_t>(0));
   cfg.set("middleman.heartbeat-interval", caf::timespan{opts.heartbeat});
   cfg.set("middleman.connection-timeout", caf::timespan{opts.connection_timeout});
+  if (opts.tls.enabled()) {
+    validate(opts.tls);
+    if (!detail::openssl_queue_guard_linked()) throw std::logic_error("unreachable");
+    // Every connection then goes through the OpenSSL module's middleman actor
+    // (cluster/transport.hpp); with these files set it requires a peer certificate both ways.
+    cfg.load<caf::openssl::manager>();
+    cfg.openssl_certificate = opts.tls.certificate;
+    cfg.openssl_key = opts.tls.key;
+    cfg.openssl_cafile = opts.tls.ca;
+  }
 }
 
 tensor byte_order_probe() {

@@ -17,6 +17,7 @@
 #include "actors/shard.hpp"
 #include "actors/worker.hpp"
 #include "cluster/chunking.hpp"
+#include "cluster/transport.hpp"
 
 namespace actrain {
 
@@ -24,15 +25,16 @@ namespace actrain {
 
 caf::expected<registrar_actor> connect_registrar(caf::actor_system& sys,
                                                  const cluster_options& opts) {
-  auto deadline = std::chrono::steady_clock::now() + opts.join_timeout;
-  for (;;) {
-    auto reg = sys.middleman().remote_actor<registrar_actor>(opts.host, opts.port);
-    if (reg) return reg;
-    // The coordinator may not listen yet: retry until the deadline (a launcher starts all
-    // nodes at once).
-    if (std::chrono::steady_clock::now() >= deadline) return std::move(reg.error());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  // The coordinator may not listen yet: wait for it until the join deadline (a launcher starts
+  // all nodes at once).
+  auto c =
+      net::connect(sys, opts.host, opts.port, std::chrono::steady_clock::now() + opts.join_timeout,
+                   true, sys.message_types<registrar_actor>());
+  if (c.failure != net::connect_failure::none) return make_error(errc::node_down, c.message);
+  if (!c.published)
+    return make_error(errc::node_down, "no coordinator is published at " + opts.host + ":" +
+                                           std::to_string(opts.port));
+  return caf::actor_cast<registrar_actor>(c.published);
 }
 
 namespace {
@@ -48,6 +50,12 @@ std::string node_name(node_role role, const cluster_options& opts) {
   return to_string(role) + "-" + std::to_string(::getpid());
 }
 
+/// An error's own message when it carries one, else its code.
+std::string error_text(const caf::error& e) {
+  if (e.context().match_elements<std::string>()) return e.context().get_as<std::string>(0);
+  return describe_error(e);
+}
+
 /// Connects and registers; on failure, the message to show (already naming the coordinator).
 caf::expected<registration> register_node(caf::actor_system& sys, caf::scoped_actor& self,
                                           node_role role, const cluster_options& opts,
@@ -55,8 +63,7 @@ caf::expected<registration> register_node(caf::actor_system& sys, caf::scoped_ac
   auto where = opts.host + ":" + std::to_string(opts.port);
   auto reg = connect_registrar(sys, opts);
   if (!reg)
-    return make_error(errc::node_down,
-                      "cannot reach the coordinator at " + where + ": " + sys.render(reg.error()));
+    return make_error(errc::node_down, "cannot reach the coordinator: " + error_text(reg.error()));
   registration out;
   out.reg = *reg;
   caf::error err;
@@ -91,10 +98,10 @@ void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const regist
     const auto& host = peers[i].host;
     const auto port = peers[i].port;
     if (port == 0 || host.empty()) continue;
-    auto nid = sys.middleman().connect(host, port);
-    if (!nid)
-      std::cerr << "actrain: cannot connect to ps node " << i << " at " << host << ":" << port
-                << " (" << sys.render(nid.error())
+    auto c =
+        net::connect(sys, host, port, std::chrono::steady_clock::now() + opts.join_timeout, false);
+    if (c.failure != net::connect_failure::none)
+      std::cerr << "actrain: cannot connect to ps node " << i << " (" << c.message
                 << "); its shards are reached through the coordinator node\n";
   }
 }
@@ -171,7 +178,7 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
   std::string advertised;
   if (opts.direct_connections) {
     auto bind = ps_listen_address(opts);
-    auto p = sys.middleman().open(opts.listen_port, bind.empty() ? nullptr : bind.c_str(), true);
+    auto p = net::open(sys, opts.listen_port, bind);
     if (!p) {
       out.message = "cannot listen for workers on " + (bind.empty() ? "*" : bind) + ":" +
                     std::to_string(opts.listen_port) +
@@ -199,7 +206,7 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
     self->send(r->reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
   }
   wait_node(self, r->reg, std::move(mine), out);
-  if (peer_port != 0) sys.middleman().close(peer_port);
+  if (peer_port != 0) net::close(sys, peer_port);
   return out;
 }
 

@@ -1,5 +1,5 @@
 # Debian's libcaf-dev (0.17.6) ships no CMake config and no pkg-config file.
-# Defines CAF::core, CAF::io (and CAF::openssl when present) and CAF_VERSION.
+# Defines CAF::core, CAF::io, CAF::openssl (TLS between nodes) and CAF_VERSION.
 find_path(CAF_INCLUDE_DIR caf/all.hpp)
 find_library(CAF_CORE_LIBRARY caf_core)
 find_library(CAF_IO_LIBRARY caf_io)
@@ -16,6 +16,7 @@ if(CAF_INCLUDE_DIR AND EXISTS "${CAF_INCLUDE_DIR}/caf/config.hpp")
 endif()
 include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(CAF REQUIRED_VARS CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY
+                                  CAF_OPENSSL_LIBRARY
                                   VERSION_VAR CAF_VERSION)
 if(CAF_FOUND AND NOT TARGET CAF::core)
   find_package(Threads REQUIRED)
@@ -26,9 +27,7 @@ if(CAF_FOUND AND NOT TARGET CAF::core)
   add_library(CAF::io UNKNOWN IMPORTED)
   set_target_properties(CAF::io PROPERTIES IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
     INTERFACE_LINK_LIBRARIES CAF::core)
-  if(CAF_OPENSSL_LIBRARY)
-    add_library(CAF::openssl UNKNOWN IMPORTED)
-    set_target_properties(CAF::openssl PROPERTIES IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
-      INTERFACE_LINK_LIBRARIES CAF::io)
-  endif()
+  add_library(CAF::openssl UNKNOWN IMPORTED)
+  set_target_properties(CAF::openssl PROPERTIES IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
+    INTERFACE_LINK_LIBRARIES CAF::io)
 endif()

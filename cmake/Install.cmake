@@ -25,7 +25,7 @@ install(FILES ${PROJECT_BINARY_DIR}/actrainConfig.cmake
 if(BUILD_SHARED_LIBS)
   set(ACTRAIN_PC_PRIVATE "")
 else()
-  set(ACTRAIN_PC_PRIVATE "-lcaf_io -lcaf_core -lopenblas -lz -lpthread")
+  set(ACTRAIN_PC_PRIVATE "-lcaf_openssl -lcaf_io -lcaf_core -lssl -lcrypto -lopenblas -lz -lpthread")
 endif()
 if(ACTRAIN_HAVE_CUDA)
   string(APPEND ACTRAIN_PC_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")

@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(
   cmake ninja-build g++ make pkg-config
   libcaf-dev            # C++ Actor Framework 0.17.6 (core, io, openssl)
+  libssl-dev openssl    # TLS between nodes; the tests make their certificates with openssl
   libcereal-dev         # checkpoints
   libboost-dev          # Asio + Beast (HTTP endpoint), Process
   libopenblas-dev       # CPU BLAS

@@ -43,6 +43,25 @@ enum class node_role { coordinator, ps, worker };
 node_role parse_role(const std::string& s);
 std::string to_string(node_role r);
 
+/// TLS between nodes (CAF's OpenSSL module): every connection of a node configured with a
+/// certificate is TLS with mutual authentication: each side presents its certificate and accepts
+/// only a peer whose certificate the CA file signed (any certificate of that CA: give each
+/// cluster a CA of its own). Such a node neither accepts nor opens a plaintext connection. The
+/// cluster token is checked inside TLS. All three files are PEM; the key must be unencrypted
+/// (protect it with file permissions).
+struct tls_options {
+  std::string certificate;  ///< this node's certificate chain ([cluster] tls-certificate)
+  std::string key;          ///< its private key ([cluster] tls-key)
+  std::string ca;           ///< the CA certificate(s) peers must be signed by ([cluster] tls-ca)
+  bool enabled() const { return !certificate.empty() || !key.empty() || !ca.empty(); }
+};
+
+/// Throws std::invalid_argument naming the [cluster] key and OpenSSL's reason when TLS is
+/// enabled but incomplete, a file cannot be read or parsed, the key is encrypted or does not
+/// belong to the certificate, or the certificate is not signed by the CA (peers check it against
+/// the same CA). Nothing to check when TLS is off.
+void validate(const tls_options& o);
+
 /// How nodes find and trust each other: the [cluster] group of a deployment INI file.
 struct cluster_options {
   std::string host = "127.0.0.1";  ///< coordinator host; the coordinator binds to it
@@ -79,13 +98,16 @@ struct cluster_options {
   /// ps node: the address workers dial. "" = listen_host when that names one address, else the
   /// address the coordinator sees this node's connection come from.
   std::string advertise_host;
+  tls_options tls;  ///< TLS between nodes; off when no file is named
 };
 
 /// Where a ps node's peer port binds: "" = every interface (see cluster_options::listen_host).
 std::string ps_listen_address(const cluster_options& opts);
 
 /// prepare_config() plus the middleman: loaded, one multiplexer thread (middleman.workers=0),
-/// heartbeats and the connection timeout of `opts`. Call once per config, before the system.
+/// heartbeats and the connection timeout of `opts`; with opts.tls enabled, validate(opts.tls)
+/// (throws) and CAF's OpenSSL module loaded with its files. Call once per config, before the
+/// system.
 void prepare_cluster_config(caf::actor_system_config& cfg, const cluster_options& opts);
 
 /// A small tensor whose raw bytes differ under any byte swap: nodes send it when they register,

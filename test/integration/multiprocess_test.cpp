@@ -218,8 +218,9 @@ TEST_F(multiprocess_test, a_sigkilled_ps_process_fails_the_job_naming_its_shard)
       << kids[2].text;
   for (std::size_t i = 3; i < kids.size(); ++i) {
     ASSERT_TRUE(WIFEXITED(kids[i].status)) << kids[i].text;
-    if (WEXITSTATUS(kids[i].status) != 0)
+    if (WEXITSTATUS(kids[i].status) != 0) {
       EXPECT_NE(kids[i].text.find("the job failed: "), std::string::npos) << kids[i].text;
+    }
   }
 }
 

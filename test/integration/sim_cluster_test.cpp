@@ -222,7 +222,9 @@ TEST_F(sim_cluster_test, killing_a_ps_node_with_direct_links_fails_the_job_namin
   // find the coordinator gone first; when it fails, it says the job failed.
   for (int i = 0; i < 3; ++i) {
     auto w = cluster->worker_outcome(i, 10s);
-    if (!w.ok) EXPECT_EQ(w.message.rfind("the job failed: ", 0), 0u) << w.message;
+    if (!w.ok) {
+      EXPECT_EQ(w.message.rfind("the job failed: ", 0), 0u) << w.message;
+    }
   }
   auto survivor = cluster->ps_outcome(1, 10s);
   EXPECT_FALSE(survivor.ok);

@@ -98,6 +98,35 @@ struct process_group {
     }
   }
 
+  /// Waits (bounded) until child k exits, draining what it prints; true once reaped.
+  bool wait_exit(std::size_t k, std::chrono::seconds bound) {
+    auto deadline = std::chrono::steady_clock::now() + bound;
+    auto& c = kids[k];
+    int pfd = static_cast<int>(::syscall(SYS_pidfd_open, c.pid, 0));
+    while (!c.reaped) {
+      drain(c);
+      if (::waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+        c.reaped = true;
+        break;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd fds[2] = {{pfd, POLLIN, 0}, {c.out, POLLIN, 0}};
+      ::poll(pfd >= 0 ? fds : fds + 1, pfd >= 0 ? 2 : 1,
+             static_cast<int>(std::min<long>(left.count(), 200)));
+    }
+    if (pfd >= 0) ::close(pfd);
+    drain(c);
+    return c.reaped;
+  }
+
+  /// Exit code of reaped child k (-1 when it did not exit normally).
+  int exit_code(std::size_t k) const {
+    auto& c = kids[k];
+    return c.reaped && WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1;
+  }
+
   /// Reaps every child, bounded; returns false (and names the ones left) if one was still
   /// running at the deadline. Waits on the exits themselves: poll() on a pidfd per child (it
   /// becomes readable when the process ends), draining output meanwhile.
