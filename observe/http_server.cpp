@@ -1,5 +1,9 @@
 #include "observe/http_server.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
@@ -7,8 +11,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include "observe/dashboard.hpp"
 #include "observe/prometheus.hpp"
@@ -69,20 +76,31 @@ http_address parse_http_address(const std::string& text) {
 
 // ---------------------------------------------------------------------------------------------
 // Asio state. Member order matters: the io_context is destroyed after the acceptor and before
-// the counters that the sessions it owns still touch in their destructors.
+// the counters and the session table that the sessions it owns still touch in their destructors.
+
+namespace {
+class session;
+}  // namespace
 
 struct http_server::impl {
-  impl(metrics_hub& h, http_limits l, std::atomic<std::size_t>& a)
-      : hub(h), limits(l), accepted(a) {}
+  impl(metrics_hub& h, http_limits l, std::atomic<std::size_t>& a, std::atomic<std::size_t>& e)
+      : hub(h), limits(l), accepted(a), evicted(e) {}
   metrics_hub& hub;
   http_limits limits;
   std::atomic<std::size_t>& accepted;
-  std::size_t live = 0;  // open sessions; touched only on the io thread
+  std::atomic<std::size_t>& evicted;
+  // Every live session, registered by its constructor and removed by its destructor; touched
+  // only on the io thread. A plain vector: it never holds more than max_connections open
+  // sessions (plus the few closed ones whose handlers have not run yet), and a scan is cheap.
+  std::vector<session*> sessions;
+  std::uint64_t ticks = 0;  // orders the sessions' phase changes, oldest first
   asio::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
   asio::steady_timer backoff{ioc};
 
   void accept();
+  /// Closes one open session if a new connection from `peer` would break a connection limit.
+  void make_room(const asio::ip::address& peer);
 };
 
 namespace {
@@ -92,29 +110,75 @@ std::chrono::steady_clock::duration to_duration(double s) {
       std::chrono::duration<double>(s));
 }
 
+/// Where a connection is, in the order in which sessions are closed to make room.
+enum class phase : std::uint8_t {
+  lingering,   // answered and half-closed; draining what the client still sends
+  waiting,     // no complete request yet: fresh, between keep-alive requests, or mid-request
+  responding,  // a response is being written
+  closed,      // closed to make room; its handlers have yet to run
+};
+
 /// One client connection: read a request, answer, repeat while keep-alive; any error ends it.
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(tcp::socket socket, http_server::impl& srv)
+  session(tcp::socket socket, asio::ip::address peer, http_server::impl& srv)
       : srv_(srv),
+        peer_(std::move(peer)),
         stream_(std::move(socket)),
         buffer_(srv.limits.header_bytes + srv.limits.body_bytes) {
-    ++srv_.live;
+    srv_.sessions.push_back(this);
   }
-  ~session() { --srv_.live; }
+  ~session() {
+    auto& v = srv_.sessions;
+    const auto at = std::find(v.begin(), v.end(), this);
+    if (at != v.end()) {
+      *at = v.back();
+      v.pop_back();
+    }
+  }
+
+  const asio::ip::address& peer() const { return peer_; }
+  bool is_open() const { return phase_ != phase::closed; }
+  /// True when this session is to be closed before `other` to make room.
+  bool evicts_before(const session& other) const {
+    if (phase_ != other.phase_) return phase_ < other.phase_;
+    return since_ < other.since_;
+  }
+  /// Closes the socket now; the pending handlers see operation_aborted and release the session.
+  void evict() {
+    phase_ = phase::closed;
+    stream_.close();
+  }
 
   void read() {
+    enter(phase::waiting);
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_.limits.header_bytes));
     parser_->body_limit(srv_.limits.body_bytes);
-    stream_.expires_after(to_duration(srv_.limits.timeout_s));
-    http::async_read(
+    stream_.expires_after(to_duration(srv_.limits.idle_timeout_s));
+    http::async_read_header(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
   }
 
  private:
+  void enter(phase p) {
+    phase_ = p;
+    since_ = ++srv_.ticks;
+  }
+
+  void on_header(beast::error_code ec) {
+    if (!is_open()) return;
+    if (ec || parser_->is_done()) return on_read(ec);
+    // The headers beat the idle deadline; the body gets the ordinary per-operation timeout.
+    stream_.expires_after(to_duration(srv_.limits.timeout_s));
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code e, std::size_t) { self->on_read(e); });
+  }
+
   void on_read(beast::error_code ec) {
+    if (!is_open()) return;
     if (ec == http::error::end_of_stream) return close();
     if (ec) {
       // A malformed or oversized request gets a 4xx and the connection closes; transport errors
@@ -142,6 +206,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void respond(http_reply reply, bool keep_alive) {
+    enter(phase::responding);
     res_ = {};
     res_.version(11);
     res_.result(reply.status);
@@ -155,7 +220,7 @@ class session : public std::enable_shared_from_this<session> {
     stream_.expires_after(to_duration(srv_.limits.timeout_s));
     http::async_write(stream_, res_,
                       [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
-                        if (ec) return;
+                        if (ec || !self->is_open()) return;
                         if (keep_alive) return self->read();
                         self->close();
                       });
@@ -165,6 +230,7 @@ class session : public std::enable_shared_from_this<session> {
   /// in bytes and time) until it closes too. Closing a socket with unread input makes the kernel
   /// send RST, which can destroy our response before the client has read it.
   void close() {
+    enter(phase::lingering);
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.expires_after(to_duration(std::min(srv_.limits.timeout_s, 2.0)));
@@ -175,7 +241,8 @@ class session : public std::enable_shared_from_this<session> {
     stream_.async_read_some(asio::buffer(scratch_),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               self->drained_ += n;
-                              if (!ec && self->drained_ < max_drain) self->drain();
+                              if (!ec && self->is_open() && self->drained_ < max_drain)
+                                self->drain();
                             });
   }
 
@@ -184,6 +251,9 @@ class session : public std::enable_shared_from_this<session> {
   std::size_t drained_ = 0;
 
   http_server::impl& srv_;
+  asio::ip::address peer_;
+  phase phase_ = phase::waiting;
+  std::uint64_t since_ = 0;  // srv_.ticks when phase_ was entered
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -191,6 +261,28 @@ class session : public std::enable_shared_from_this<session> {
 };
 
 }  // namespace
+
+void http_server::impl::make_room(const asio::ip::address& peer) {
+  std::size_t open = 0, from_peer = 0;
+  session* first_any = nullptr;
+  session* first_from_peer = nullptr;
+  for (session* s : sessions) {
+    if (!s->is_open()) continue;
+    ++open;
+    if (!first_any || s->evicts_before(*first_any)) first_any = s;
+    if (s->peer() != peer) continue;
+    ++from_peer;
+    if (!first_from_peer || s->evicts_before(*first_from_peer)) first_from_peer = s;
+  }
+  // Each accept makes room for itself, so the counts never pass the limits and one eviction is
+  // enough. The per-client limit picks among that client's own connections.
+  session* victim = from_peer >= limits.max_connections_per_client ? first_from_peer
+                    : open >= limits.max_connections               ? first_any
+                                                                   : nullptr;
+  if (!victim) return;
+  evicted.fetch_add(1);  // before the close, so a client that sees the close sees the count
+  victim->evict();
+}
 
 void http_server::impl::accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
@@ -204,8 +296,12 @@ void http_server::impl::accept() {
       return;
     }
     accepted.fetch_add(1);
-    if (live < limits.max_connections) std::make_shared<session>(std::move(socket), *this)->read();
-    // else: the socket is closed here, refusing the connection.
+    beast::error_code gone;
+    const auto peer = socket.remote_endpoint(gone);
+    if (!gone) {  // else the client reset the connection before we got to it: drop the socket
+      make_room(peer.address());
+      std::make_shared<session>(std::move(socket), peer.address(), *this)->read();
+    }
     accept();
   });
 }
@@ -214,7 +310,17 @@ void http_server::impl::accept() {
 
 http_server::http_server(metrics_hub& hub, std::string host, unsigned short port,
                          http_limits limits)
-    : hub_(hub), host_(std::move(host)), requested_port_(port), limits_(limits) {}
+    : hub_(hub), host_(std::move(host)), requested_port_(port), limits_(limits) {
+  auto positive = [](double s) { return std::isfinite(s) && s > 0; };
+  if (!positive(limits_.idle_timeout_s))
+    throw std::invalid_argument("http_limits: idle_timeout_s must be positive");
+  if (!positive(limits_.timeout_s))
+    throw std::invalid_argument("http_limits: timeout_s must be positive");
+  if (limits_.max_connections == 0)
+    throw std::invalid_argument("http_limits: max_connections must be at least 1");
+  if (limits_.max_connections_per_client == 0)
+    throw std::invalid_argument("http_limits: max_connections_per_client must be at least 1");
+}
 
 http_server::~http_server() {
   stop();
@@ -223,7 +329,7 @@ http_server::~http_server() {
 void http_server::start() {
   if (started_) throw std::logic_error("http_server::start: already started");
   started_ = true;
-  impl_ = std::make_unique<impl>(hub_, limits_, accepted_);
+  impl_ = std::make_unique<impl>(hub_, limits_, accepted_, evicted_);
   const std::string where = host_ + ":" + std::to_string(requested_port_);
   try {
     tcp::resolver resolver(impl_->ioc);
@@ -236,6 +342,15 @@ void http_server::start() {
     a.set_option(asio::socket_base::reuse_address(true));
     a.bind(ep);
     a.listen(asio::socket_base::max_listen_connections);
+#ifdef TCP_DEFER_ACCEPT
+    // The kernel hands a connection over once its first bytes have arrived (or after about 1 s
+    // without any): every real HTTP client speaks first, so its request is already readable
+    // when it takes a slot and is answered before later connections can push it out, and a
+    // silent connection holds no slot for that second. Best effort: without it, the same rules
+    // apply from the moment of the handshake.
+    const int defer_s = 1;
+    ::setsockopt(a.native_handle(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof defer_s);
+#endif
     bound_port_ = a.local_endpoint().port();
   } catch (const std::exception& e) {
     impl_.reset();
