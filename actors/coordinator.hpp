@@ -46,6 +46,9 @@ struct coordinator_state {
   engine_result result;  ///< filled as the job runs; the reply to run
   caf::typed_response_promise<engine_result> done;
   std::unique_ptr<backend> eval_backend;
+  /// A test loss above this ends the job as diverged (diverged_loss_bound): 1000 x the loss of
+  /// predicting nothing. 0 = no test set to judge by.
+  double diverged_above = 0;
   /// The actor system's clock (CAF's test clock under the deterministic scheduler): every time
   /// the coordinator reads (rates, stalls, elapsed time) comes through it.
   const caf::actor_clock* sys_clock = nullptr;

@@ -19,11 +19,12 @@ std::shared_ptr<const checkpoint> find_resume_point(const std::string& dir, job_
 }
 
 std::string save_model_if_asked(const app_config& cfg, const job_spec& job,
-                                const engine_result& res, std::ostream& out) {
+                                const engine_result& res, const standardization& scaling,
+                                std::ostream& out) {
   auto path = caf::get_or(caf::content(cfg), "checkpoint.model", std::string{});
   if (path.empty()) return {};
   try {
-    auto bytes = save_model(path, {job.model, res.params, job.name});
+    auto bytes = save_model(path, {job.model, res.params, job.name, scaling});
     out << "model written: " << path << " (" << bytes << " bytes)" << std::endl;
   } catch (const std::exception& e) {
     return std::string("the model was not written: ") + e.what();

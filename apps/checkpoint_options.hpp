@@ -20,6 +20,7 @@ std::shared_ptr<const checkpoint> find_resume_point(const std::string& dir, job_
 /// Writes the trained model to [checkpoint] model when the config names a file, with a line on
 /// `out`. Returns "" or why it could not be written.
 std::string save_model_if_asked(const app_config& cfg, const job_spec& job,
-                                const engine_result& res, std::ostream& out);
+                                const engine_result& res, const standardization& scaling,
+                                std::ostream& out);
 
 }  // namespace actrain

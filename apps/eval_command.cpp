@@ -26,6 +26,9 @@ int eval_command(const std::vector<std::string>& argv) {
   try {
     auto m = load_model(model_path);
     auto job = job_from_config(cfg);
+    // The test rows are scaled as the training rows were (the model file keeps the statistics),
+    // not refitted on the test file.
+    job.data.standardize = false;
     auto data = load_job_data(job);
     if (data.test.features != m.spec.input_dim)
       throw std::invalid_argument(
@@ -35,6 +38,7 @@ int eval_command(const std::vector<std::string>& argv) {
       throw std::invalid_argument(model_path + ": " + describe(m.spec) + " has " +
                                   std::to_string(m.spec.output_dim) + " outputs, the test set " +
                                   std::to_string(data.test.num_classes) + " classes");
+    apply(m.scaling, data.test);
     auto cpu = make_cpu_backend();
     auto res = evaluate(m.spec, m.params, data.test, *cpu);
     std::cout << "model " << describe(m.spec) << " (job " << m.job << ") on " << res.rows

@@ -77,6 +77,10 @@ app_config::app_config() {
       .add<str>("path", "data directory or file (\"\" = Debian's Fashion-MNIST)")
       .add<str>("test-path", "csv: test file")
       .add<str>("label", "csv: label column name")
+      .add<bool>("header", "csv: the first line names the columns (default true)")
+      .add<str>("delimiter", "csv: field separator, one character or \"tab\" (default \",\")")
+      .add<double>("test-fraction", "csv without test-path: last fraction held out (0.1)")
+      .add<bool>("standardize", "csv: standardize features and a regression target")
       .add<int64_t>("rows", "synthetic: training rows")
       .add<int64_t>("test-rows", "synthetic: test rows")
       .add<int64_t>("features", "synthetic: features")
@@ -314,6 +318,24 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
       declared.push_back(a);
   }
   rest = std::move(declared);
+  // CAF 0.17 takes a boolean option as a bare flag only (`--data.header` sets true and
+  // `--data.header=false` is refused): `=true` / `=false` are set after parsing instead.
+  std::vector<std::pair<std::string, bool>> booleans;
+  declared.clear();
+  for (auto& a : rest) {
+    auto dot = a.find('.'), eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && dot != std::string::npos && eq != std::string::npos && eq > dot) {
+      auto* opt = cfg.options().qualified_name_lookup(a.substr(2, dot - 2),
+                                                      a.substr(dot + 1, eq - dot - 1));
+      auto value = a.substr(eq + 1);
+      if (opt && opt->is_flag() && (value == "true" || value == "false")) {
+        booleans.emplace_back(a.substr(2, eq - 2), value == "true");
+        continue;
+      }
+    }
+    declared.push_back(a);
+  }
+  rest = std::move(declared);
   caf::error err;
   if (file.empty()) {
     std::istringstream empty;
@@ -323,6 +345,7 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
     err = cfg.parse(rest, source);
   }
   if (err) return bad_option_text(cfg, err);
+  for (auto& [key, value] : booleans) cfg.set(key, value);
   if (!cfg.remainder.empty())
     return "unknown command-line argument '" + cfg.remainder.front() + "'";
   if (cfg.cli_helptext_printed) return {};  // --help, --long-help, --dump-config: the caller stops
@@ -421,6 +444,10 @@ job_spec job_from_config(const app_config& cfg) {
   j.data.path = str("data.path", j.data.path);
   j.data.test_path = str("data.test-path", j.data.test_path);
   j.data.label = str("data.label", j.data.label);
+  j.data.header = caf::get_or(c, "data.header", j.data.header);
+  j.data.delimiter = str("data.delimiter", j.data.delimiter);
+  j.data.test_fraction = f64("data.test-fraction", j.data.test_fraction);
+  j.data.standardize = caf::get_or(c, "data.standardize", j.data.standardize);
   j.data.rows = i64("data.rows", j.data.rows);
   j.data.test_rows = i64("data.test-rows", j.data.test_rows);
   j.data.features = i32("data.features", j.data.features);

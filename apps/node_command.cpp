@@ -154,6 +154,8 @@ int node_command(const std::vector<std::string>& argv) {
     data = std::make_shared<job_data>(load_job_data(job));
     fit_model_to_data(job, *data);
     validate(job);
+    if (auto w = data_warning(job, *data); !w.empty() && role == node_role::coordinator)
+      std::cerr << "actrain node: warning: " << w << "\n";
     if (!resume_dir.empty()) resume = find_resume_point(resume_dir, job, std::cout);
   } catch (const std::exception& e) {
     std::cerr << "actrain node: " << e.what() << "\n";
@@ -213,7 +215,7 @@ int node_command(const std::vector<std::string>& argv) {
       std::cerr << "actrain node: job failed: " << res.error << "\n";
       return watchdog.arm(1);
     }
-    if (auto why = save_model_if_asked(cfg, job, res, std::cout); !why.empty()) {
+    if (auto why = save_model_if_asked(cfg, job, res, data->scaling, std::cout); !why.empty()) {
       std::cerr << "actrain node: " << why << "\n";
       return watchdog.arm(1);
     }

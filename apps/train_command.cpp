@@ -70,6 +70,8 @@ int train_command(const std::vector<std::string>& argv) {
     data = std::make_shared<job_data>(load_job_data(job));
     fit_model_to_data(job, *data);
     validate(job);
+    if (auto w = data_warning(job, *data); !w.empty())
+      std::cerr << "actrain train: warning: " << w << "\n";
     if (!job.metrics_path.empty())
       metrics = std::make_unique<observe::metrics_file_writer>(job.metrics_path);
     if (!resume_dir.empty()) resume = find_resume_point(resume_dir, job, std::cout);
@@ -139,7 +141,7 @@ int train_command(const std::vector<std::string>& argv) {
     std::cerr << "actrain train: job failed: " << res.error << "\n";
     return 1;
   }
-  if (auto why = save_model_if_asked(cfg, job, res, std::cout); !why.empty()) {
+  if (auto why = save_model_if_asked(cfg, job, res, data->scaling, std::cout); !why.empty()) {
     std::cerr << "actrain train: " << why << "\n";
     return 1;
   }

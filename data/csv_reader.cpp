@@ -1,5 +1,6 @@
 // Numeric CSV: one label column, every other column a feature. No quoting (numeric data needs
 // none); blank lines are skipped; CRLF line ends and a UTF-8 byte-order mark are accepted.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -51,6 +52,14 @@ float parse_number(std::string_view s, const csv_context& at, std::size_t field)
     at.fail(where + " is not a number");
   if (!std::isfinite(v)) at.fail(where + " is not a finite number");
   return v;
+}
+
+/// Whether a header field would parse as a number (then the "header" is probably data).
+bool looks_numeric(std::string_view s) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  float v = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
 }  // namespace
@@ -105,6 +114,10 @@ dataset read_csv(const std::string& path, const csv_options& opt) {
     split(text, opt.delimiter, fields);
     if (header_pending) {
       header_pending = false;
+      if (std::all_of(fields.begin(), fields.end(), looks_numeric))
+        at.fail(
+            "the first line is all numbers, so it reads as data, not a header: set [data] "
+            "header=false for a file without one (or name the columns)");
       fix_columns(fields.size());
       continue;
     }

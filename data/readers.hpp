@@ -32,7 +32,8 @@ struct csv_options {
   int num_classes = 0;
 };
 /// Throws data_error naming the file and line for a ragged row, a value that is not a number,
-/// an unknown label column, or an empty file.
+/// an unknown label column, an empty file, or (with `header`) a first line whose every field is
+/// a number: a file without a header would silently lose its first row.
 dataset read_csv(const std::string& path, const csv_options& opt);
 
 /// y = X w + b + noise with X ~ N(0, 1), w ~ N(0, 1), noise ~ N(0, noise_std^2), from a seed.

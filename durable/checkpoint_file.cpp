@@ -183,9 +183,13 @@ void save(A& ar, const model_file& m, const std::uint32_t) {
     save_text(ar, kv.second);
   }
   save_floats(ar, m.params);
+  // Version 2: the data's standardization.
+  save_floats(ar, m.scaling.mean);
+  save_floats(ar, m.scaling.scale);
+  ar(static_cast<std::uint8_t>(m.scaling.target), m.scaling.y_mean, m.scaling.y_scale);
 }
 template <class A>
-void load(A& ar, model_file& m, const std::uint32_t) {
+void load(A& ar, model_file& m, const std::uint32_t version) {
   load_text(ar, m.job);
   load_text(ar, m.spec.kind);
   std::int32_t in = 0, out = 0;
@@ -206,6 +210,19 @@ void load(A& ar, model_file& m, const std::uint32_t) {
     m.spec.options[k] = v;
   }
   load_floats(ar, m.params);
+  if (version >= 2) {
+    load_floats(ar, m.scaling.mean);
+    load_floats(ar, m.scaling.scale);
+    std::uint8_t target = 0;
+    ar(target, m.scaling.y_mean, m.scaling.y_scale);
+    m.scaling.target = target != 0;
+    const bool features_match =
+        m.scaling.mean.empty() ||
+        (m.scaling.mean.size() == static_cast<std::size_t>(m.spec.input_dim) &&
+         m.scaling.scale.size() == m.scaling.mean.size());
+    if (!features_match || !(m.scaling.y_scale > 0))
+      throw checkpoint_error("the standardization stored with the model does not fit it");
+  }
 }
 
 }  // namespace actrain
@@ -214,7 +231,7 @@ CEREAL_CLASS_VERSION(actrain::progress_point, 1)
 CEREAL_CLASS_VERSION(actrain::shard_checkpoint, 1)
 CEREAL_CLASS_VERSION(actrain::saved_worker, 1)
 CEREAL_CLASS_VERSION(actrain::checkpoint, 1)
-CEREAL_CLASS_VERSION(actrain::model_file, 1)
+CEREAL_CLASS_VERSION(actrain::model_file, 2)
 
 namespace actrain {
 

@@ -63,6 +63,8 @@ job_data load_csv(const job_spec& job) {
   const data_spec& s = job.data;
   csv_options opt;
   opt.label_name = s.label;
+  opt.header = s.header;
+  opt.delimiter = csv_delimiter(s.delimiter);
   // A classifier with output_dim set reads labels as classes in [0, output_dim); otherwise the
   // class count is inferred from the training file below.
   const bool classify = is_classifier_kind(job.model.kind);
@@ -90,10 +92,24 @@ job_data load_csv(const job_spec& job) {
     out.train = slice_rows(all, 0, n - held);
     out.test = slice_rows(all, n - held, n);
   }
+  if (s.standardize) {
+    // Fitted on the training rows only: the test rows are scaled by what training saw.
+    out.scaling = fit_standardization(out.train, !classify);
+    apply(out.scaling, out.train);
+    apply(out.scaling, out.test);
+  }
   return out;
 }
 
 }  // namespace
+
+char csv_delimiter(const std::string& text) {
+  if (text == "tab" || text == "\t") return '\t';
+  if (text.size() != 1 || text == "\"" || text == "\n" || text == "\r")
+    throw std::invalid_argument("data.delimiter must be one character (or \"tab\"), got '" + text +
+                                "'");
+  return text[0];
+}
 
 job_data load_job_data(const job_spec& job) {
   const data_spec& s = job.data;
@@ -158,10 +174,24 @@ void fit_model_to_data(job_spec& job, const job_data& data) {
       throw std::invalid_argument("job.model.output_dim must be 1 for " + m.kind +
                                   " (a regression kind), got " + std::to_string(m.output_dim));
   }
+  if (job.workers > train.rows)
+    throw std::invalid_argument("job.workers is " + std::to_string(job.workers) +
+                                " but the data has " + std::to_string(train.rows) +
+                                " training rows: each worker trains on rows of its own");
   if (data.test.rows > 0 && data.test.features != train.features)
     throw std::invalid_argument("the test set has " + std::to_string(data.test.features) +
                                 " features but the training set has " +
                                 std::to_string(train.features));
+}
+
+std::string data_warning(const job_spec& job, const job_data& data) {
+  const auto rows = train_rows(data);
+  const auto per_worker = rows / std::max(1, job.workers);
+  if (per_worker >= job.batch) return {};
+  return "job.workers x job.batch = " + std::to_string(job.workers) + " x " +
+         std::to_string(job.batch) + " exceeds the " + std::to_string(rows) +
+         " training rows: each worker has about " + std::to_string(per_worker) +
+         " rows, one short batch per epoch (fewer workers or a smaller batch train as set)";
 }
 
 }  // namespace actrain

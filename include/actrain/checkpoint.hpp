@@ -108,7 +108,8 @@ class checkpoint_store {
 struct model_file {
   model_spec spec;  ///< kind, dims, hidden sizes, options (not the factory)
   std::vector<float> params;
-  std::string job;  ///< the job's name, for the reader
+  std::string job;          ///< the job's name, for the reader
+  standardization scaling;  ///< how the training data was standardized (empty = not)
 };
 /// Writes the model atomically like save_checkpoint. Returns the bytes written.
 std::int64_t save_model(const std::string& path, const model_file& m);

@@ -27,6 +27,24 @@ struct dataset {
 /// The rows [begin, end) of d as a new data set.
 dataset slice_rows(const dataset& d, std::int64_t begin, std::int64_t end);
 
+/// Per-column standardization fitted on a training set: each feature becomes (x - mean) / scale,
+/// and with `target` (regression) the label too. scale is the population standard deviation, 1
+/// for a constant column. Saved in the model file, so a trained model is evaluated on data
+/// scaled the same way.
+struct standardization {
+  std::vector<float> mean;   ///< per feature; empty = no standardization
+  std::vector<float> scale;  ///< per feature
+  bool target = false;       ///< the label is standardized too
+  float y_mean = 0;
+  float y_scale = 1;
+  bool empty() const { return mean.empty(); }
+};
+/// Fits on every row of d (in double); throws std::invalid_argument when d has no rows, or
+/// `target` on a classification set.
+standardization fit_standardization(const dataset& d, bool target);
+/// Applies s to d in place; throws std::invalid_argument when d's feature count differs.
+void apply(const standardization& s, dataset& d);
+
 /// Splits d into n disjoint, contiguous shards that cover every row; sizes differ by at most 1.
 /// Throws std::invalid_argument when n < 1 or n > rows.
 std::vector<dataset> split_shards(const dataset& d, int n);

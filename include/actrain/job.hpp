@@ -16,6 +16,9 @@ struct data_spec {
   std::string test_path;           ///< csv: test file ("" = hold out test_fraction)
   std::string label;               ///< csv: label column name ("" = last column)
   double test_fraction = 0.1;      ///< csv without test_path: the last fraction of rows is held out
+  bool header = true;              ///< csv: the first line names the columns
+  std::string delimiter = ",";     ///< csv: one character between fields ("tab" or "\t": a tab)
+  bool standardize = false;        ///< csv: standardize features (and a regression target)
   std::int64_t rows = 100000;      ///< synthetic_linear: training rows
   std::int64_t test_rows = 10000;  ///< synthetic_linear: held-out rows
   int features = 100;              ///< synthetic_linear
@@ -103,14 +106,25 @@ struct job_data {
   /// then stay empty): rows an application streams or produces itself. The coordinator counts
   /// epochs by its rows(); evaluation still uses `test`.
   std::shared_ptr<const data_source> train_source;
+  /// The standardization fitted on the training rows and applied to both sets ([data]
+  /// standardize); empty otherwise.
+  standardization scaling;
 };
 
 /// Rows of the training set: train_source->rows() when there is a source, else train.rows.
 std::int64_t train_rows(const job_data& data);
 /// Loads (or generates) the data a job names; the model's input/output dims must match.
 job_data load_job_data(const job_spec& job);
+/// data.delimiter as the character between CSV fields: one character, or "tab" / "\t".
+/// Throws std::invalid_argument naming the key otherwise.
+char csv_delimiter(const std::string& text);
 
-/// Fills model.input_dim / output_dim from the data when they are 0.
+/// A warning worth printing before the job runs ("" for none): workers x batch above the
+/// training rows (each worker's rows make less than one batch).
+std::string data_warning(const job_spec& job, const job_data& data);
+
+/// Fills model.input_dim / output_dim from the data when they are 0; throws
+/// std::invalid_argument when they do not fit the data or there are more workers than rows.
 void fit_model_to_data(job_spec& job, const job_data& data);
 
 /// Mean loss and accuracy of `params` (host vector) on d, computed on backend b in batches.

@@ -171,5 +171,44 @@ TEST_F(checkpoint_cli, eval_scores_the_model_file_as_the_run_did) {
   EXPECT_NE(q.kids[missing].text.find("give --model FILE"), std::string::npos);
 }
 
+// [data] standardize on a CSV whose columns differ by 1000x in scale: the run trains (unscaled,
+// the same rate diverges and says so), and `actrain eval` scales the test rows with the
+// statistics the model file kept, scoring them as the run did.
+TEST_F(checkpoint_cli, a_standardized_csv_model_is_evaluated_with_its_training_statistics) {
+  auto csv = (dir_ / "wide.csv").string();
+  {
+    std::ofstream f(csv);
+    f << "big,small,y\n";
+    for (int i = 0; i < 400; ++i) {
+      double big = 1000.0 * ((i * 37) % 101), small = 0.01 * ((i * 13) % 17);
+      f << big << "," << small << "," << 0.003 * big + 50 * small + 7 << "\n";
+    }
+  }
+  auto job = (dir_ / "wide.ini").string();
+  std::ofstream(job) << "[job]\nname=\"wide\"\nworkers=2\nshards=1\nbatch=16\nepochs=20\n"
+                        "[model]\nkind=\"linear\"\n[optim]\nkind=\"sgd\"\nlr=0.05\n"
+                        "[data]\nkind=\"csv\"\npath=\""
+                     << csv << "\"\nstandardize=true\n";
+  auto model = (dir_ / "wide.model").string();
+  auto run = [&](std::vector<std::string> args, int code) {
+    test::process_group p;
+    auto k = p.spawn(args);
+    EXPECT_TRUE(p.reap_all(60s)) << p.kids[k].text;
+    EXPECT_TRUE(exited_with(p.kids[k], code)) << p.kids[k].text;
+    return p.kids[k].text;
+  };
+  auto out = run({ACTRAIN_BINARY, "train", "--config", job, "--checkpoint.model=" + model}, 0);
+  auto at = out.find("result: test loss ");
+  ASSERT_NE(at, std::string::npos) << out;
+  auto trained = std::stod(out.substr(at + 18));
+  EXPECT_LT(trained, 1e-3) << out;  // y is linear in the columns: near-exact fit once scaled
+  auto eval = run({ACTRAIN_BINARY, "eval", "--model", model, "--config", job}, 0);
+  at = eval.find("test rows: test loss ");
+  ASSERT_NE(at, std::string::npos) << eval;
+  EXPECT_NEAR(std::stod(eval.substr(at + 21)), trained, 1e-5 * trained + 1e-12) << eval;
+  auto unscaled = run({ACTRAIN_BINARY, "train", "--config", job, "--data.standardize=false"}, 1);
+  EXPECT_NE(unscaled.find("training diverged"), std::string::npos) << unscaled;
+}
+
 }  // namespace
 }  // namespace actrain

@@ -34,6 +34,29 @@ TEST(config_test, a_good_file_with_overrides_fills_the_job) {
   EXPECT_EQ(job.data.rows, 1000);
 }
 
+// CAF 0.17 takes booleans as bare flags only; `=false` and `=true` work on the command line too,
+// over the file's value, and anything else is refused naming the key.
+TEST(config_test, boolean_options_take_true_and_false_on_the_command_line) {
+  auto path = write_ini("bools.ini",
+                        "[job]\nworkers=2\n[data]\nkind=\"csv\"\npath=\"x.csv\"\nheader=true\n"
+                        "standardize=false\n");
+  app_config cfg;
+  ASSERT_EQ(load_app_config(cfg, {"--config", path, "--data.header=false",
+                                  "--data.standardize=true", "--checkpoint.at-end=false"}),
+            "");
+  auto job = job_from_config(cfg);
+  EXPECT_FALSE(job.data.header);
+  EXPECT_TRUE(job.data.standardize);
+  EXPECT_FALSE(job.checkpoint.at_end);
+  app_config flag;
+  ASSERT_EQ(load_app_config(flag, {"--config", path, "--data.standardize"}), "");
+  EXPECT_TRUE(job_from_config(flag).data.standardize);
+  app_config bad;
+  EXPECT_EQ(load_app_config(bad, {"--config", path, "--data.header=maybe"}),
+            "bad option --data.header=maybe: data.header takes a value of type boolean, not "
+            "'maybe'");
+}
+
 TEST(config_test, an_unknown_key_is_refused_naming_key_and_file) {
   auto path = write_ini("typo.ini", "[job]\nwrokers=4\n");
   app_config cfg;

@@ -245,7 +245,7 @@ TEST_F(checkpoint_files, the_store_keeps_the_newest_and_falls_back_past_bad_ones
 }
 
 TEST_F(checkpoint_files, a_model_file_round_trips_and_must_match_its_model) {
-  model_file m{model_spec("mlp", 4, 3, {5}), {}, "model-test"};
+  model_file m{model_spec("mlp", 4, 3, {5}), {}, "model-test", {}};
   m.params = noise(num_params(m.spec), 3);
   auto path = (dir_ / "model.bin").string();
   save_model(path, m);
@@ -256,6 +256,33 @@ TEST_F(checkpoint_files, a_model_file_round_trips_and_must_match_its_model) {
   EXPECT_EQ(back.spec.hidden, std::vector<int>{5});
   EXPECT_EQ(back.job, "model-test");
   EXPECT_TRUE(same_bits(back.params, m.params));
+  EXPECT_TRUE(back.scaling.empty());
+
+  // The data's standardization travels with the model, bit for bit; one that does not fit the
+  // model's inputs is refused.
+  m.scaling.mean = {1, 2, 3, 4};
+  m.scaling.scale = {0.5f, 1, 2, 4};
+  m.scaling.target = true;
+  m.scaling.y_mean = -3;
+  m.scaling.y_scale = 7;
+  save_model(path, m);
+  back = load_model(path);
+  EXPECT_EQ(back.scaling.mean, m.scaling.mean);
+  EXPECT_EQ(back.scaling.scale, m.scaling.scale);
+  EXPECT_TRUE(back.scaling.target);
+  EXPECT_EQ(back.scaling.y_mean, -3);
+  EXPECT_EQ(back.scaling.y_scale, 7);
+  m.scaling.mean.pop_back();
+  save_model(path, m);
+  try {
+    load_model(path);
+    FAIL() << "loaded a standardization for 3 of 4 inputs";
+  } catch (const checkpoint_error& e) {
+    EXPECT_NE(std::string(e.what()).find("standardization stored with the model does not fit"),
+              std::string::npos)
+        << e.what();
+  }
+  m.scaling = {};
 
   m.params.pop_back();
   save_model(path, m);

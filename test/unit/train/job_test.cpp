@@ -1,4 +1,6 @@
 // validate(job_spec), load_job_data and fit_model_to_data.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -281,6 +283,67 @@ TEST(load_job_data, csv_refuses_a_stray_label_that_would_invent_classes) {
   j.model.output_dim = 11;
   j.data.path = write_temp("actrain_stray_ok.csv", "a,y\n1,0\n2,1\n3,10\n4,1\n");
   EXPECT_EQ(load_job_data(j).train.num_classes, 11);
+  std::remove(j.data.path.c_str());
+}
+
+// [data] header, delimiter, test-fraction and standardize, by hand: the training rows' mean and
+// population standard deviation scale both sets (features and a regression target); a
+// classifier's labels stay class indices; a constant column becomes 0, not NaN.
+TEST(load_job_data, csv_options_header_delimiter_fraction_and_standardize) {
+  job_spec j;
+  j.model.kind = "linear";
+  j.data.kind = "csv";
+  j.data.header = false;
+  j.data.delimiter = "tab";
+  j.data.test_fraction = 0.25;
+  j.data.standardize = true;
+  // x1 = 1,2,3 (train) | 10 (test); x2 constant 5; y = 2,4,6 | 20. Tab-separated, no header.
+  j.data.path = write_temp("actrain_std.tsv", "1\t5\t2\n2\t5\t4\n3\t5\t6\n10\t5\t20\n");
+  const job_data d = load_job_data(j);
+  ASSERT_EQ(d.train.rows, 3);
+  ASSERT_EQ(d.test.rows, 1);
+  const float sd1 = std::sqrt(2.0f / 3), sdy = 2 * sd1;  // population sd of 1,2,3 and 2,4,6
+  EXPECT_FLOAT_EQ(d.scaling.mean[0], 2);
+  EXPECT_FLOAT_EQ(d.scaling.scale[0], sd1);
+  EXPECT_FLOAT_EQ(d.scaling.scale[1], 1);  // constant column
+  EXPECT_TRUE(d.scaling.target);
+  EXPECT_FLOAT_EQ(d.scaling.y_mean, 4);
+  EXPECT_FLOAT_EQ(d.scaling.y_scale, sdy);
+  EXPECT_NEAR(d.train.x[0], -1 / sd1, 1e-6);
+  EXPECT_FLOAT_EQ(d.train.x[1], 0);
+  EXPECT_NEAR(d.train.y[2], 2 / sdy, 1e-6);
+  EXPECT_NEAR(d.test.x[0], 8 / sd1, 1e-5);  // scaled by the training statistics
+  EXPECT_NEAR(d.test.y[0], 16 / sdy, 1e-5);
+  // A classifier: features standardized, labels untouched.
+  j.model.kind = "softmax";
+  j.data.path = write_temp("actrain_std_cls.tsv", "1\t5\t0\n2\t5\t1\n3\t5\t0\n4\t5\t1\n");
+  const job_data c = load_job_data(j);
+  EXPECT_FALSE(c.scaling.target);
+  EXPECT_EQ(c.train.y, (std::vector<float>{0, 1, 0}));
+  EXPECT_FLOAT_EQ(c.scaling.mean[0], 2);
+  std::remove(j.data.path.c_str());
+}
+
+// A header expected but the first line all numbers: the file has none, and reading it as one
+// would silently drop a row.
+TEST(load_job_data, csv_refuses_a_numeric_first_line_as_header_and_a_bad_delimiter) {
+  job_spec j;
+  j.model.kind = "linear";
+  j.data.kind = "csv";
+  j.data.path = write_temp("actrain_noheader.csv", "1,2,3\n4,5,6\n7,8,9\n");
+  try {
+    load_job_data(j);
+    ADD_FAILURE() << "no error";
+  } catch (const data_error& e) {
+    EXPECT_NE(std::string(e.what()).find(j.data.path + ":1: the first line is all numbers"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("header=false"), std::string::npos) << e.what();
+  }
+  j.data.header = false;
+  EXPECT_EQ(load_job_data(j).train.rows + load_job_data(j).test.rows, 3);
+  j.data.delimiter = ";;";
+  expect_invalid([&](job_spec& k) { k = j; }, "data.delimiter must be one character");
   std::remove(j.data.path.c_str());
 }
 
