@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <istream>
 #include <string_view>
 
 #include "data/readers.hpp"
@@ -58,6 +59,10 @@ float parse_number(std::string_view s, const csv_context& at, std::size_t field)
 dataset read_csv(const std::string& path, const csv_options& opt) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw data_error(path + ": cannot open");
+  return read_csv(in, path, opt);
+}
+
+dataset read_csv(std::istream& in, const std::string& path, const csv_options& opt) {
   if (opt.num_classes < 0)
     throw data_error(path + ": csv_options.num_classes must be >= 0, got " +
                      std::to_string(opt.num_classes));

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ struct csv_options {
 /// Throws data_error naming the file and line for a ragged row, a value that is not a number,
 /// an unknown label column, or an empty file.
 dataset read_csv(const std::string& path, const csv_options& opt);
+/// read_csv of what `in` holds, named `path` in its errors (tests and the fuzz target of fuzz/).
+dataset read_csv(std::istream& in, const std::string& path, const csv_options& opt);
 
 /// y = X w + b + noise with X ~ N(0, 1), w ~ N(0, 1), noise ~ N(0, noise_std^2), from a seed.
 /// The true w and b are returned through the optional pointers.
