@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -145,10 +146,7 @@ std::string trim(const std::string& s) {
 /// line ends are dropped and `#` comment lines become `;` ones (editors write all three, and
 /// CAF's parser stops at them with a bare position); a key given twice in one group, or a group
 /// opened twice, is an error naming both lines (CAF would keep one of them silently).
-std::string normalized_ini(const std::string& file, std::string& text) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return "cannot open the file";
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+std::string normalized_ini(std::string raw, std::string& text) {
   if (raw.rfind("\xEF\xBB\xBF", 0) == 0) raw.erase(0, 3);
   std::istringstream lines(raw);
   std::map<std::string, int> group_line;  // group -> line it opened on
@@ -216,19 +214,17 @@ std::string parse_error_text(app_config& cfg, const caf::error& err, const std::
   return msg;
 }
 
-std::string check_file(app_config& cfg, const std::string& file, std::string& text) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec))
-    return "config " + file + ": is a directory, not a job file";
-  {
-    std::ifstream probe(file);
-    if (!probe) return "config " + file + ": cannot open the file";
-  }
-  auto size = std::filesystem::file_size(file, ec);
-  if (!ec && size > max_config_bytes)
-    return "config " + file + ": " + std::to_string(size) + " bytes; a job file is at most " +
-           std::to_string(max_config_bytes) + " bytes";
-  if (auto why = normalized_ini(file, text); !why.empty()) return "config " + file + ": " + why;
+std::string too_large(const std::string& file, std::uintmax_t size) {
+  return "config " + file + ": " + std::to_string(size) + " bytes; a job file is at most " +
+         std::to_string(max_config_bytes) + " bytes";
+}
+
+/// The checks of a job file's contents `raw` (named `file` in messages); `text` receives it as
+/// CAF's parser reads it.
+std::string check_text(app_config& cfg, const std::string& file, std::string raw,
+                       std::string& text) {
+  if (auto why = normalized_ini(std::move(raw), text); !why.empty())
+    return "config " + file + ": " + why;
   std::istringstream source(text);
   auto parsed = caf::actor_system_config::parse_config(source);
   if (!parsed) return "config " + file + ": " + parse_error_text(cfg, parsed.error(), text);
@@ -257,6 +253,18 @@ std::string check_file(app_config& cfg, const std::string& file, std::string& te
   return {};
 }
 
+std::string check_file(app_config& cfg, const std::string& file, std::string& text) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    return "config " + file + ": is a directory, not a job file";
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "config " + file + ": cannot open the file";
+  auto size = std::filesystem::file_size(file, ec);
+  if (!ec && size > max_config_bytes) return too_large(file, size);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return check_text(cfg, file, std::move(raw), text);
+}
+
 /// A command-line option CAF refused, said with the option's key and what it takes.
 std::string bad_option_text(app_config& cfg, const caf::error& err) {
   auto msg = cfg.render(err);
@@ -281,26 +289,10 @@ std::string bad_option_text(app_config& cfg, const caf::error& err) {
          "'";
 }
 
-}  // namespace
-
-std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
-  std::string file;
-  std::vector<std::string> rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--config" && i + 1 < args.size()) {
-      file = args[++i];
-    } else if (args[i].rfind("--config=", 0) == 0) {
-      file = args[i].substr(9);
-    } else if (args[i].rfind("--config-file=", 0) == 0) {
-      file = args[i].substr(14);
-    } else {
-      rest.push_back(args[i]);
-    }
-  }
-  std::string text;  // the file as CAF reads it (normalized_ini)
-  if (!file.empty()) {
-    if (auto msg = check_file(cfg, file, text); !msg.empty()) return msg;
-  }
+/// What load_app_config does once the job file `file` (if any) is checked: `text` is the file as
+/// CAF's parser reads it, `rest` the other arguments.
+std::string apply_options(app_config& cfg, const std::string& file, const std::string& text,
+                          std::vector<std::string> rest) {
   // --model.KEY=VALUE and --optim.KEY=VALUE for undeclared keys: options of registered kinds
   // (they override the file's).
   std::vector<std::string> declared;
@@ -355,6 +347,37 @@ std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
   return {};
 }
 
+}  // namespace
+
+std::string load_app_config(app_config& cfg, std::vector<std::string> args) {
+  std::string file;
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) {
+      file = args[++i];
+    } else if (args[i].rfind("--config=", 0) == 0) {
+      file = args[i].substr(9);
+    } else if (args[i].rfind("--config-file=", 0) == 0) {
+      file = args[i].substr(14);
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  std::string text;  // the file as CAF reads it (normalized_ini)
+  if (!file.empty()) {
+    if (auto msg = check_file(cfg, file, text); !msg.empty()) return msg;
+  }
+  return apply_options(cfg, file, text, std::move(rest));
+}
+
+std::string load_app_config_text(app_config& cfg, const std::string& name, const std::string& ini,
+                                 std::vector<std::string> args) {
+  if (ini.size() > max_config_bytes) return too_large(name, ini.size());
+  std::string text;
+  if (auto msg = check_text(cfg, name, ini, text); !msg.empty()) return msg;
+  return apply_options(cfg, name, text, std::move(args));
+}
+
 std::string take_option(std::vector<std::string>& args, const std::string& name) {
   std::string out;
   std::vector<std::string> rest;
@@ -379,15 +402,18 @@ job_spec job_from_config(const app_config& cfg) {
   using caf::get_or;
   job_spec j;
   auto& c = caf::content(cfg);
-  auto i64 = [&](const char* key, std::int64_t def) { return get_or(c, key, def); };
+  // caf::string_view converts from a const char* only where CAF's headers see gcc; clang (the
+  // fuzz build) needs the length given.
+  auto at = [](const char* key) { return caf::string_view{key, std::strlen(key)}; };
+  auto i64 = [&](const char* key, std::int64_t def) { return get_or(c, at(key), def); };
   auto i32 = [&](const char* key, int def) {
-    auto v = get_or(c, key, static_cast<std::int64_t>(def));
+    auto v = get_or(c, at(key), static_cast<std::int64_t>(def));
     if (v < INT32_MIN || v > INT32_MAX)
       throw std::invalid_argument(std::string(key) + " is out of range: " + std::to_string(v));
     return static_cast<int>(v);
   };
-  auto f64 = [&](const char* key, double def) { return get_or(c, key, def); };
-  auto str = [&](const char* key, const std::string& def) { return get_or(c, key, def); };
+  auto f64 = [&](const char* key, double def) { return get_or(c, at(key), def); };
+  auto str = [&](const char* key, const std::string& def) { return get_or(c, at(key), def); };
   j.name = str("job.name", j.name);
   j.mode = str("job.mode", j.mode);
   j.workers = i32("job.workers", j.workers);

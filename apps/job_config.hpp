@@ -29,6 +29,11 @@ class app_config : public caf::actor_system_config {
 /// --dump-config print and succeed with cfg.cli_helptext_printed set: the caller then stops.
 /// Returns an empty string on success, else the message to show.
 std::string load_app_config(app_config& cfg, std::vector<std::string> args);
+/// load_app_config with the job file's contents `ini` given as text, named `name` in messages
+/// (REQUIRES: not empty), and `args` the other arguments (no --config): the same checks and
+/// messages, without a file (tests and the fuzz target of fuzz/).
+std::string load_app_config_text(app_config& cfg, const std::string& name, const std::string& ini,
+                                 std::vector<std::string> args = {});
 
 /// Removes `NAME X` / `NAME=X` from args and returns X ("" when absent).
 std::string take_option(std::vector<std::string>& args, const std::string& name);

@@ -29,7 +29,8 @@ namespace actrain {
 /// most max_open incomplete transfers, the oldest is dropped when a new one would exceed it.
 class reassembly {
  public:
-  /// expected_floats: the size every whole tensor must have (a shard's slice); 0 = any.
+  /// expected_floats: the size every whole tensor must have (a shard's slice); a receiver
+  /// constructed with 0 (its size unknown) refuses every chunk.
   reassembly(std::int64_t expected_floats, std::size_t max_open)
       : expected_(expected_floats), max_open_(max_open) {}
   caf::error add(const caf::actor_addr& from, const tensor_chunk& c);

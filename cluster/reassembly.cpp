@@ -48,8 +48,10 @@ caf::expected<std::int64_t> tile(std::int64_t per, const tensor_chunk& c, std::i
       per = n;
     else if (c.offset % c.index == 0)
       per = c.offset / c.index;
-    auto count = static_cast<std::int64_t>(c.count);
-    if (per <= 0 || (count - 1) * per >= total || count * per < total)
+    // count * per is checked: a count of 2^31 times a large slice overflows 64 bits.
+    std::int64_t covered = 0;
+    if (per <= 0 || __builtin_mul_overflow(static_cast<std::int64_t>(c.count), per, &covered) ||
+        covered - per >= total || covered < total)
       return make_error(errc::bad_message, what + ": " + std::to_string(c.count) +
                                                " chunks cannot tile " + std::to_string(total) +
                                                " values with this chunk's size and offset");
@@ -73,6 +75,10 @@ caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
   if (c.count < 1 || c.index < 0 || c.index >= c.count)
     return make_error(errc::bad_message,
                       what + ": index outside [0, count = " + std::to_string(c.count) + ")");
+  // A transfer's buffer is allocated whole at its first chunk: only a receiver that knows the
+  // size it holds may take chunks, or one chunk's claimed shape would size the allocation.
+  if (expected_ <= 0)
+    return make_error(errc::bad_length, what + ": this receiver does not know its slice size");
   std::int64_t total = 0;
   if (!try_shape_numel(c.shape, total))
     return make_error(errc::bad_message,
@@ -80,7 +86,7 @@ caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
                           (std::any_of(c.shape.begin(), c.shape.end(), [](auto d) { return d < 0; })
                                ? ": negative dimension"
                                : ": its element count overflows"));
-  if (expected_ > 0 && total != expected_)
+  if (total != expected_)
     return make_error(errc::bad_length, what + ": a tensor of " + std::to_string(total) +
                                             " values, the receiver holds " +
                                             std::to_string(expected_));
@@ -88,10 +94,10 @@ caf::error reassembly::add(const caf::actor_addr& from, const tensor_chunk& c) {
     return make_error(errc::bad_length,
                       what + ": " + std::to_string(total) + " values is too many");
   auto n = static_cast<std::int64_t>(c.part.size());
-  if (c.offset < 0 || c.offset + n > total)
-    return make_error(errc::bad_message, what + ": elements [" + std::to_string(c.offset) + ", " +
-                                             std::to_string(c.offset + n) + ") outside [0, " +
-                                             std::to_string(total) + ")");
+  if (c.offset < 0 || c.offset > total - n)  // not offset + n > total: it may overflow
+    return make_error(errc::bad_message, what + ": " + std::to_string(n) +
+                                             " elements from offset " + std::to_string(c.offset) +
+                                             " reach outside [0, " + std::to_string(total) + ")");
   key k{from, c.transfer};
   auto it = open_.find(k);
   if (it == open_.end()) {

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <istream>
 #include <string_view>
 
 #include "data/readers.hpp"
@@ -67,6 +68,10 @@ bool looks_numeric(std::string_view s) {
 dataset read_csv(const std::string& path, const csv_options& opt) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw data_error(path + ": cannot open");
+  return read_csv(in, path, opt);
+}
+
+dataset read_csv(std::istream& in, const std::string& path, const csv_options& opt) {
   if (opt.num_classes < 0)
     throw data_error(path + ": csv_options.num_classes must be >= 0, got " +
                      std::to_string(opt.num_classes));

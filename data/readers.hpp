@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct csv_options {
 /// an unknown label column, an empty file, or (with `header`) a first line whose every field is
 /// a number: a file without a header would silently lose its first row.
 dataset read_csv(const std::string& path, const csv_options& opt);
+/// read_csv of what `in` holds, named `path` in its errors (tests and the fuzz target of fuzz/).
+dataset read_csv(std::istream& in, const std::string& path, const csv_options& opt);
 
 /// y = X w + b + noise with X ~ N(0, 1), w ~ N(0, 1), noise ~ N(0, noise_std^2), from a seed.
 /// The true w and b are returned through the optional pointers.

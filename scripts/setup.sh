@@ -14,6 +14,7 @@ pkgs=(
   nlohmann-json3-dev    # JSON status and metrics
   dataset-fashion-mnist # /usr/share/datasets/fashion-mnist
   chromium              # the dashboard test takes a headless screenshot
+  clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz/: libFuzzer, ASan and UBSan runtimes
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -20,7 +20,9 @@
 namespace actrain {
 
 /// Bumped whenever a message layout changes; checked when a node registers.
-constexpr std::uint32_t protocol_version = 4;  // 4: checkpoints at a step, resumed assignments
+/// 5: doubles as their IEEE 754 bits, float vectors as raw blocks (wire.hpp); 4: checkpoints at a
+/// step, resumed assignments.
+constexpr std::uint32_t protocol_version = 5;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -199,18 +201,20 @@ typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_stats& x) {
   return f(caf::meta::type_name("shard_stats"), x.shard, x.version, x.pushes, x.pulls, x.rejected,
-           x.dropped_stale, x.dropped_late, x.mailbox, x.staleness_histogram, x.mean_staleness,
-           x.momentum, x.uncompensated, x.waiting_step, x.waiting_s, x.waiting_for);
+           x.dropped_stale, x.dropped_late, x.mailbox, x.staleness_histogram,
+           wire_bits(x.mean_staleness), wire_bits(x.momentum), x.uncompensated, x.waiting_step,
+           wire_bits(x.waiting_s), x.waiting_for);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, progress_report& x) {
-  return f(caf::meta::type_name("progress_report"), x.worker, x.step, x.samples, x.loss_sum,
-           x.busy_seconds, x.max_staleness, x.finished, x.replayed);
+  return f(caf::meta::type_name("progress_report"), x.worker, x.step, x.samples,
+           wire_bits(x.loss_sum), wire_bits(x.busy_seconds), x.max_staleness, x.finished,
+           x.replayed);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_checkpoint& x) {
-  return f(caf::meta::type_name("shard_checkpoint"), x.shard, x.version, x.step, x.values,
-           x.opt_steps, x.opt_slots);
+  return f(caf::meta::type_name("shard_checkpoint"), x.shard, x.version, x.step,
+           wire_block(x.values), x.opt_steps, wire_block(x.opt_slots));
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, saved_work& x) {
@@ -222,8 +226,9 @@ typename Inspector::result_type inspect(Inspector& f, saved_worker& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint& x) {
-  return f(caf::meta::type_name("checkpoint"), x.job, x.sequence, x.step, x.samples, x.seconds,
-           x.next_eval_samples, x.last_eval_step, x.history, x.shards, x.workers);
+  return f(caf::meta::type_name("checkpoint"), x.job, x.sequence, x.step, x.samples,
+           wire_bits(x.seconds), x.next_eval_samples, x.last_eval_step, x.history, x.shards,
+           x.workers);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ps_endpoint& x) {
@@ -236,19 +241,19 @@ typename Inspector::result_type inspect(Inspector& f, shard_range_t& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_result& x) {
-  return f(caf::meta::type_name("eval_result"), x.loss, x.accuracy, x.rows);
+  return f(caf::meta::type_name("eval_result"), wire_bits(x.loss), wire_bits(x.accuracy), x.rows);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, progress_point& x) {
-  return f(caf::meta::type_name("progress_point"), x.epoch, x.step, x.samples, x.seconds,
-           x.train_loss, x.test_loss, x.test_accuracy);
+  return f(caf::meta::type_name("progress_point"), x.epoch, x.step, x.samples, wire_bits(x.seconds),
+           wire_bits(x.train_loss), wire_bits(x.test_loss), wire_bits(x.test_accuracy));
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_result& x) {
-  return f(caf::meta::type_name("engine_result"), x.ok, x.error, x.params, x.history, x.seconds,
-           x.samples, x.samples_per_s, x.test, x.staleness_histogram, x.shards, x.workers_lost,
-           x.checkpoints, x.checkpoints_skipped, x.last_checkpoint, x.checkpoint_write_s,
-           x.checkpoint_bytes);
+  return f(caf::meta::type_name("engine_result"), x.ok, x.error, wire_block(x.params), x.history,
+           wire_bits(x.seconds), x.samples, wire_bits(x.samples_per_s), x.test,
+           x.staleness_histogram, x.shards, x.workers_lost, x.checkpoints, x.checkpoints_skipped,
+           x.last_checkpoint, wire_bits(x.checkpoint_write_s), x.checkpoint_bytes);
 }
 
 // -- typed interfaces ---------------------------------------------------------------------------
