@@ -79,6 +79,57 @@ http_address parse_http_address(const std::string& text) {
 // the counters and the session table that the sessions it owns still touch in their destructors.
 
 namespace {
+
+using request_parser = http::request_parser<http::string_body>;
+
+/// What a connection answers once its parser stopped with `ec`: a 4xx for a malformed or
+/// oversized request (the connection then closes), the routed reply for a complete one, nothing
+/// for a transport error (reset, timeout, a client gone mid-message: the connection just closes).
+std::optional<http_reply> reply_for(const metrics_hub& hub, beast::error_code ec,
+                                    request_parser& parser) {
+  if (ec) {
+    if (&ec.category() != &http::make_error_code(http::error::bad_target).category() ||
+        ec == http::error::partial_message || ec == http::error::end_of_stream ||
+        ec == http::error::need_more)
+      return std::nullopt;
+    unsigned status = 400;
+    if (ec == http::error::body_limit) status = 413;
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow) status = 431;
+    return http_reply{status, "text/plain; charset=utf-8", "bad request: " + ec.message() + "\n"};
+  }
+  const auto& req = parser.get();
+  const auto m = req.method_string();
+  const auto t = req.target();
+  try {
+    return route_request(hub, std::string_view(m.data(), m.size()),
+                         std::string_view(t.data(), t.size()));
+  } catch (const std::exception& e) {
+    return http_reply{500, "text/plain; charset=utf-8",
+                      std::string("internal error: ") + e.what() + "\n"};
+  }
+}
+
+}  // namespace
+
+std::optional<http_reply> answer_raw_request(const metrics_hub& hub, std::string_view raw,
+                                             const http_limits& limits) {
+  request_parser parser;
+  parser.header_limit(static_cast<std::uint32_t>(limits.header_bytes));
+  parser.body_limit(limits.body_bytes);
+  parser.eager(true);
+  beast::error_code ec;
+  std::size_t used = 0;
+  while (!parser.is_done() && used < raw.size()) {
+    auto n = parser.put(boost::asio::buffer(raw.data() + used, raw.size() - used), ec);
+    if (ec) break;
+    used += n;
+    if (n == 0) break;
+  }
+  if (!ec && !parser.is_done()) ec = http::error::partial_message;
+  return reply_for(hub, ec, parser);
+}
+
+namespace {
 class session;
 }  // namespace
 
@@ -180,29 +231,9 @@ class session : public std::enable_shared_from_this<session> {
   void on_read(beast::error_code ec) {
     if (!is_open()) return;
     if (ec == http::error::end_of_stream) return close();
-    if (ec) {
-      // A malformed or oversized request gets a 4xx and the connection closes; transport errors
-      // (reset, timeout, client gone mid-message) just close it.
-      if (&ec.category() != &http::make_error_code(http::error::bad_target).category() ||
-          ec == http::error::partial_message)
-        return;
-      unsigned status = 400;
-      if (ec == http::error::body_limit) status = 413;
-      if (ec == http::error::header_limit || ec == http::error::buffer_overflow) status = 431;
-      return respond({status, "text/plain; charset=utf-8", "bad request: " + ec.message() + "\n"},
-                     false);
-    }
-    const auto& req = parser_->get();
-    const auto m = req.method_string();
-    const auto t = req.target();
-    http_reply reply;
-    try {
-      reply = route_request(srv_.hub, std::string_view(m.data(), m.size()),
-                            std::string_view(t.data(), t.size()));
-    } catch (const std::exception& e) {
-      reply = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n"};
-    }
-    respond(std::move(reply), req.keep_alive());
+    auto reply = reply_for(srv_.hub, ec, *parser_);
+    if (!reply) return;
+    respond(std::move(*reply), !ec && parser_->get().keep_alive());
   }
 
   void respond(http_reply reply, bool keep_alive) {

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -57,6 +58,12 @@ struct http_limits {
   std::size_t max_connections = 128;            ///< open connections, all clients together
   std::size_t max_connections_per_client = 64;  ///< open connections from one remote address
 };
+
+/// One request's bytes parsed under `limits` as a connection parses them (Beast's parser) and
+/// answered as the server answers: the reply, or nullopt where the server would close the
+/// connection without one (an incomplete request). Pure: for tests and the fuzz target.
+std::optional<http_reply> answer_raw_request(const metrics_hub& hub, std::string_view raw,
+                                             const http_limits& limits = {});
 
 /// A small HTTP/1.1 server (Boost.Beast) serving a metrics_hub on its own thread.
 /// All network work runs on one io_context thread with asynchronous operations, so a slow or

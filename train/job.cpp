@@ -84,7 +84,7 @@ void validate_data(const data_spec& d) {
     if (d.path.empty()) fail("data.path", "must name the training CSV file for kind csv");
     csv_delimiter(d.delimiter);  // throws naming data.delimiter
     if (d.test_path.empty() && !(d.test_fraction > 0 && d.test_fraction < 1))
-      fail("data.test_fraction", "must be in (0, 1) when data.test_path is empty, got " +
+      fail("data.test-fraction", "must be in (0, 1) when data.test-path is empty, got " +
                                      std::to_string(d.test_fraction));
   }
   require_at_least<std::int64_t>("data.train_subset", d.train_subset, 0);

@@ -169,6 +169,44 @@ TEST_F(engine_test, a_worker_whose_model_throws_fails_the_job_with_the_exception
   EXPECT_EQ(res.workers_lost, 1) << res.error;
 }
 
+/// A model whose gradients stay finite while its loss explodes: what a diverging run looks like
+/// before (or without) any NaN, e.g. a linear model at 30 async workers, or softmax at lr 1e30.
+class exploding_model final : public model {
+ public:
+  explicit exploding_model(const model_args& a) : inputs_(a.spec.input_dim) {}
+  std::size_t num_params() const override { return static_cast<std::size_t>(inputs_) + 1; }
+  void init(float* params, std::uint64_t) const override {
+    std::fill(params, params + num_params(), 0.f);
+  }
+  loss_sum forward_backward(const float*, const batch_view& b, float* grad) override {
+    std::fill(grad, grad + num_params(), 0.f);
+    return {1.0 * static_cast<double>(b.rows), 0};
+  }
+  loss_sum evaluate(const float*, const batch_view& b) override {
+    return {1e12 * static_cast<double>(b.rows), 0};  // finite, far past any bound
+  }
+  bool is_classifier() const override { return false; }
+
+ private:
+  int inputs_;
+};
+
+TEST_F(engine_test, an_exploding_loss_fails_the_job_as_diverged_naming_step_and_lr) {
+  model_registration reg{"explodes_in_eval", make_factory<exploding_model>()};
+  auto job = test::small_linear_job(2);
+  job.model.kind = "explodes_in_eval";
+  job.optim.lr = 0.125f;
+  auto data = std::make_shared<job_data>(load_job_data(job));
+  fit_model_to_data(job, *data);
+  auto res = run_job(*sys, job, data);
+  ASSERT_FALSE(res.ok);
+  EXPECT_NE(res.error.find("training diverged at step "), std::string::npos) << res.error;
+  EXPECT_NE(res.error.find("test loss 1e+12, above 1000 x that of predicting nothing"),
+            std::string::npos)
+      << res.error;
+  EXPECT_NE(res.error.find("lr 0.125, 2 async worker(s)"), std::string::npos) << res.error;
+}
+
 TEST_F(engine_test, a_bad_job_is_refused_with_the_field_named) {
   job_spec job;
   job.model.kind = "linear";

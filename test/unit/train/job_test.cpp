@@ -102,7 +102,7 @@ TEST(job_validate, names_bad_model_optimizer_and_data_fields) {
         j.data.path = "x.csv";
         j.data.test_fraction = 1;
       },
-      "job.data.test_fraction");
+      "job.data.test-fraction");
   // linear with 3 inputs has 4 parameters: 5 shards cannot each own one.
   expect_invalid([](job_spec& j) { j.shards = 5; },
                  "job.shards must be <= the model's parameter count (4), got 5");
@@ -345,6 +345,36 @@ TEST(load_job_data, csv_refuses_a_numeric_first_line_as_header_and_a_bad_delimit
   j.data.delimiter = ";;";
   expect_invalid([&](job_spec& k) { k = j; }, "data.delimiter must be one character");
   std::remove(j.data.path.c_str());
+}
+
+// More workers than rows: refused (each worker trains rows of its own); fewer rows per worker
+// than a batch: a warning naming the numbers.
+TEST(fit_model_to_data, refuses_more_workers_than_rows_and_warns_of_short_batches) {
+  job_data d;
+  d.train.rows = 360;
+  d.train.features = 2;
+  d.train.x.assign(720, 0.f);
+  d.train.y.assign(360, 0.f);
+  job_spec j;
+  j.model.kind = "linear";
+  j.workers = 500;
+  try {
+    fit_model_to_data(j, d);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("job.workers is 500 but the data has 360 training rows"),
+              std::string::npos)
+        << e.what();
+  }
+  j.workers = 30;
+  j.batch = 64;
+  fit_model_to_data(j, d);
+  EXPECT_NE(data_warning(j, d).find("job.workers x job.batch = 30 x 64 exceeds the 360 training "
+                                    "rows: each worker has about 12 rows"),
+            std::string::npos)
+      << data_warning(j, d);
+  j.workers = 5;
+  EXPECT_EQ(data_warning(j, d), "");
 }
 
 TEST(fit_model_to_data, fills_dims_and_rejects_mismatches) {
