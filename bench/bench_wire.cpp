@@ -457,7 +457,8 @@ std::string wire_report(int reps, const std::vector<row>& rows,
                         const tls_figures* tls) {
   std::ostringstream md;
   md << std::fixed << std::setprecision(2);
-  md << "`actrain bench wire` (two processes on 127.0.0.1, medians of " << reps
+  md << "`actrain bench wire` (two processes on 127.0.0.1 sharing this machine's "
+     << std::thread::hardware_concurrency() << " cores, medians of " << reps
      << " runs). Raw TCP: Boost.Asio sockets in the same two processes, same sizes and pattern. "
         "CAF one message: the tensor as a single BASP message to a plain actor. actrain: the path "
         "training takes across nodes, a shard_proxy here and a shard_gateway in front of a shard "
