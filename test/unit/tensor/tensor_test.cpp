@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 namespace actrain {
 namespace {
@@ -150,6 +153,34 @@ TEST(tensor_reclaim, only_the_last_owner_of_a_whole_buffer_gets_the_storage_back
   EXPECT_TRUE(t.empty());
   EXPECT_EQ(out.data(), p);  // the same storage, not a copy
   EXPECT_EQ(out, (std::vector<float>{1.f, 2.f, 3.f}));
+}
+
+// Readers on other threads hold copies, read every value and drop them; the owner reclaims the
+// storage only after the last one let go and then writes to it. Each reader checks what it read,
+// so a reclaim before a reader finished shows as a wrong sum; under ThreadSanitizer
+// (docs/testing.md, "ThreadSanitizer") the writes after reclaim() must not race with the reads.
+TEST(tensor_reclaim, readers_on_other_threads_finish_before_the_owner_writes) {
+  constexpr int rounds = 200, readers = 3;
+  constexpr std::size_t n = 4096;
+  std::atomic<int> bad_sums{0};
+  for (int r = 0; r < rounds; ++r) {
+    tensor t(std::vector<float>(n, static_cast<float>(r)));
+    std::vector<std::thread> threads;
+    for (int k = 0; k < readers; ++k)
+      threads.emplace_back([copy = t, r, &bad_sums]() mutable {
+        double sum = 0;
+        for (std::size_t i = 0; i < copy.size(); ++i) sum += copy.data()[i];
+        if (sum != static_cast<double>(r) * n) bad_sums.fetch_add(1);
+        copy = tensor();  // the release this reader's reads happen before
+      });
+    std::vector<float> out;
+    // Bounded: each reader ends after one pass over 4096 floats.
+    for (int spin = 0; !t.reclaim(out) && spin < 10'000'000; ++spin) std::this_thread::yield();
+    ASSERT_EQ(out.size(), n) << "round " << r << ": never reclaimed";
+    for (auto& v : out) v = -1.f;  // the owner writes the storage it got back
+    for (auto& th : threads) th.join();
+  }
+  EXPECT_EQ(bad_sums.load(), 0);
 }
 
 TEST(tensor_pool, recycles_released_buffers_and_allocates_otherwise) {
