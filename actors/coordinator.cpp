@@ -587,6 +587,7 @@ void on_stop(self_ptr self, const std::string& why) {
     auto line = "stopped: " + why;
     if (!st.result.last_checkpoint.empty())
       line += " (resume from checkpoint " + st.result.last_checkpoint + ")";
+    st.result.stopped = true;
     fail_job(self, line, errc::job_stopped);
   };
   if (!st.writer) {

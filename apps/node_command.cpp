@@ -207,7 +207,7 @@ int node_command(const std::vector<std::string>& argv) {
       std::cerr << "actrain node: " << e.what() << "\n";
       return watchdog.arm(2);
     }
-    if (!res.ok && guard.received() != 0) {
+    if (!res.ok && (guard.received() != 0 || res.stopped)) {
       std::cerr << "actrain node: " << res.error << "\n";
       return watchdog.arm(exit_stopped);
     }

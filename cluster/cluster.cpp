@@ -164,7 +164,8 @@ std::string on_stop(registrar_ptr self) {
 
 registrar_actor::behavior_type registrar(registrar_ptr self, job_spec job, cluster_options opts,
                                          std::function<void(const std::string&)> on_event,
-                                         std::shared_ptr<cluster_members> members) {
+                                         std::shared_ptr<cluster_members> members,
+                                         std::shared_ptr<node_control> control) {
   auto& st = self->state;
   st.job = std::move(job);
   st.opts = std::move(opts);
@@ -198,6 +199,12 @@ registrar_actor::behavior_type registrar(registrar_ptr self, job_spec job, clust
         return st.waiting.back();
       },
       [self](stop_atom) { return on_stop(self); },
+      // A ps node that received SIGTERM: its shards hold the model, so the job ends as stopped
+      // after a last checkpoint, as on the coordinator's own SIGTERM (node_control::stop).
+      [self, control](stop_atom, const std::string& why) {
+        if (self->state.on_event) self->state.on_event("stopping the job: " + why);
+        if (control) control->stop(why);
+      },
   };
 }
 
@@ -307,7 +314,7 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
                    " bytes cross nodes in chunks of " + std::to_string(opts.chunking.chunk_bytes) +
                    " bytes, " + std::to_string(opts.chunking.window) + " in flight");
   auto members = std::make_shared<cluster_members>();
-  auto reg = sys.spawn(registrar, job, opts, hooks.on_event, members);
+  auto reg = sys.spawn(registrar, job, opts, hooks.on_event, members, hooks.control);
   caf::scoped_actor self{sys};
   auto stop_registrar = [&] {
     std::string status;

@@ -189,6 +189,14 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
     advertised = !opts.advertise_host.empty() ? opts.advertise_host : bind;
   }
   self->send(r->reg, peer_atom::value, r->index, ps_endpoint{advertised, peer_port});
+  if (control) {
+    // SIGTERM: this node's shards hold part of the model, so it asks the coordinator to end the
+    // job as stopped after a last checkpoint (the cluster resumes from it with --resume) and
+    // keeps serving until the job ends; a second signal ends the process at once.
+    control->on_stop([reg = r->reg, index = r->index](const std::string& why) {
+      caf::anon_send(reg, stop_atom::value, "ps node " + std::to_string(index) + ": " + why);
+    });
+  }
   auto configs = make_shard_configs(job);
   auto sizes = slice_sizes(job);
   std::vector<caf::actor> mine;

@@ -22,7 +22,7 @@ namespace actrain {
 /// Bumped whenever a message layout changes; checked when a node registers.
 /// 5: doubles as their IEEE 754 bits, float vectors as raw blocks (wire.hpp); 4: checkpoints at a
 /// step, resumed assignments.
-constexpr std::uint32_t protocol_version = 5;
+constexpr std::uint32_t protocol_version = 6;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -129,7 +129,8 @@ struct progress_report {
 /// What a finished job returns: the coordinator's reply to run_atom.
 struct engine_result {
   bool ok = false;
-  std::string error;                    ///< why the job failed, when !ok
+  bool stopped = false;                 ///< ended by a stop request (a signal): resumable
+  std::string error;                    ///< why the job failed or stopped, when !ok
   std::vector<float> params;            ///< final parameters, assembled from the shards
   std::vector<progress_point> history;  ///< one point per evaluation
   double seconds = 0;                   ///< wall time from the first assignment to the last step
@@ -250,8 +251,8 @@ typename Inspector::result_type inspect(Inspector& f, progress_point& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_result& x) {
-  return f(caf::meta::type_name("engine_result"), x.ok, x.error, wire_block(x.params), x.history,
-           wire_bits(x.seconds), x.samples, wire_bits(x.samples_per_s), x.test,
+  return f(caf::meta::type_name("engine_result"), x.ok, x.stopped, x.error, wire_block(x.params),
+           x.history, wire_bits(x.seconds), x.samples, wire_bits(x.samples_per_s), x.test,
            x.staleness_histogram, x.shards, x.workers_lost, x.checkpoints, x.checkpoints_skipped,
            x.last_checkpoint, wire_bits(x.checkpoint_write_s), x.checkpoint_bytes);
 }
@@ -332,7 +333,8 @@ using registrar_actor =
                      caf::reacts_to<peer_atom, std::int32_t, ps_endpoint>,
                      caf::replies_to<peers_atom>::with<std::vector<ps_endpoint>>,
                      caf::replies_to<members_atom>::with<bool>,
-                     caf::replies_to<stop_atom>::with<std::string>>;
+                     caf::replies_to<stop_atom>::with<std::string>,
+                     caf::reacts_to<stop_atom, std::string>>;
 
 }  // namespace actrain
 

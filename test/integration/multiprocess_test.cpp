@@ -286,6 +286,38 @@ TEST_F(multiprocess_test, sigterm_stops_a_worker_node_and_the_coordinator_node_a
   std::filesystem::remove_all(dir);
 }
 
+// SIGTERM of a ps node: its shards hold part of the model, so the whole job stops after a last
+// checkpoint (the ps keeps serving until then), every node exits 4 naming it, and the cluster
+// restarted with --resume trains to the closed form.
+TEST_F(multiprocess_test, sigterm_of_a_ps_node_stops_the_job_after_a_last_checkpoint) {
+  auto dir = ::testing::TempDir() + "actrain_mp_psterm_" + std::to_string(::getpid());
+  std::vector<std::string> ckpt{"--checkpoint.dir=" + dir, "--job.mode=sync", "--job.epochs=8"};
+  auto coord = start_cluster(ckpt);
+  ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
+  const std::size_t ps = coord + 1;
+  ::kill(kids[ps].pid, SIGTERM);
+  ASSERT_TRUE(reap_all(20s)) << "a node did not exit";
+  EXPECT_NE(kids[coord].text.find("stopping the job: ps node "), std::string::npos)
+      << kids[coord].text;
+  EXPECT_NE(kids[coord].text.find(": signal TERM (resume from checkpoint " + dir),
+            std::string::npos)
+      << kids[coord].text;
+  for (std::size_t i = coord; i < kids.size(); ++i)
+    EXPECT_TRUE(WIFEXITED(kids[i].status) && WEXITSTATUS(kids[i].status) == 4) << kids[i].text;
+  EXPECT_NE(kids[ps].text.find("stopped by TERM"), std::string::npos) << kids[ps].text;
+
+  auto first_run = kids.size();
+  auto again = start_cluster(ckpt, {"--resume", dir});
+  auto result = wait_for_line(again, "result: train loss ", 60s);
+  ASSERT_FALSE(result.empty()) << kids[again].text;
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  for (auto k = first_run; k < kids.size(); ++k)
+    EXPECT_TRUE(WIFEXITED(kids[k].status) && WEXITSTATUS(kids[k].status) == 0) << kids[k].text;
+  auto best = closed_form();
+  EXPECT_LT((std::stod(result) - best) / best, 1e-2);
+  std::filesystem::remove_all(dir);
+}
+
 // No replica yet: a lost ps node ends the job, and the whole cluster restarted with --resume on
 // the coordinator continues from the last checkpoint to the closed form, every row trained.
 TEST_F(multiprocess_test, a_cluster_restarted_after_a_ps_kill_resumes_from_its_checkpoint) {

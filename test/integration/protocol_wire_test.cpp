@@ -48,6 +48,7 @@ registrar_actor::behavior_type dummy_registrar() {
       [](peers_atom) { return std::vector<ps_endpoint>{}; },
       [](members_atom) { return true; },
       [](stop_atom) { return std::string{}; },
+      [](stop_atom, const std::string&) {},
   };
 }
 
