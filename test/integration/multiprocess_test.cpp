@@ -82,6 +82,21 @@ struct multiprocess_test : ::testing::Test, test::process_group {
     EXPECT_LT((mse - best) / best, 1e-3) << "cluster " << mse << ", closed form " << best;
   }
 
+  /// A stopped cluster restarted whole with --resume DIR (same `ckpt` options): every node exits
+  /// 0 and the final train MSE is within 1% of the closed form; DIR is removed.
+  void resume_to_the_closed_form(const std::vector<std::string>& ckpt, const std::string& dir) {
+    auto first_run = kids.size();
+    auto again = start_cluster(ckpt, {"--resume", dir});
+    auto result = wait_for_line(again, "result: train loss ", 60s);
+    ASSERT_FALSE(result.empty()) << kids[again].text;
+    ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+    for (auto k = first_run; k < kids.size(); ++k)
+      EXPECT_TRUE(WIFEXITED(kids[k].status) && WEXITSTATUS(kids[k].status) == 0) << kids[k].text;
+    auto best = closed_form();
+    EXPECT_LT((std::stod(result) - best) / best, 1e-2);
+    std::filesystem::remove_all(dir);
+  }
+
   /// Starts the coordinator, 2 ps and 3 worker processes (in that order in `kids`); `extra`
   /// goes to every process.
   std::size_t start_cluster(std::vector<std::string> extra = {},
@@ -274,16 +289,7 @@ TEST_F(multiprocess_test, sigterm_stops_a_worker_node_and_the_coordinator_node_a
         << kids[i].text;
   }
 
-  auto first_run = kids.size();
-  auto again = start_cluster(ckpt, {"--resume", dir});
-  auto result = wait_for_line(again, "result: train loss ", 60s);
-  ASSERT_FALSE(result.empty()) << kids[again].text;
-  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
-  for (auto k = first_run; k < kids.size(); ++k)
-    EXPECT_TRUE(WIFEXITED(kids[k].status) && WEXITSTATUS(kids[k].status) == 0) << kids[k].text;
-  auto best = closed_form();
-  EXPECT_LT((std::stod(result) - best) / best, 1e-2);
-  std::filesystem::remove_all(dir);
+  resume_to_the_closed_form(ckpt, dir);
 }
 
 // SIGTERM of a ps node: its shards hold part of the model, so the whole job stops after a last
@@ -306,16 +312,7 @@ TEST_F(multiprocess_test, sigterm_of_a_ps_node_stops_the_job_after_a_last_checkp
     EXPECT_TRUE(WIFEXITED(kids[i].status) && WEXITSTATUS(kids[i].status) == 4) << kids[i].text;
   EXPECT_NE(kids[ps].text.find("stopped by TERM"), std::string::npos) << kids[ps].text;
 
-  auto first_run = kids.size();
-  auto again = start_cluster(ckpt, {"--resume", dir});
-  auto result = wait_for_line(again, "result: train loss ", 60s);
-  ASSERT_FALSE(result.empty()) << kids[again].text;
-  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
-  for (auto k = first_run; k < kids.size(); ++k)
-    EXPECT_TRUE(WIFEXITED(kids[k].status) && WEXITSTATUS(kids[k].status) == 0) << kids[k].text;
-  auto best = closed_form();
-  EXPECT_LT((std::stod(result) - best) / best, 1e-2);
-  std::filesystem::remove_all(dir);
+  resume_to_the_closed_form(ckpt, dir);
 }
 
 // No replica yet: a lost ps node ends the job, and the whole cluster restarted with --resume on
