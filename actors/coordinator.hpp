@@ -125,6 +125,27 @@ std::string resume_mismatch(const coordinator_state& st, const checkpoint& c);
 /// returns why it could not ("" on success).
 std::string open_checkpoints(coordinator_self self);
 
+// Evaluation (coordinator_eval.cpp).
+/// The run as it stands: epoch, samples, elapsed time, mean train loss since the last
+/// evaluation, the furthest worker's step.
+progress_point current_point(coordinator_state& st);
+/// Gathers the shards' parameters and evaluates them (one at a time); a final evaluation then
+/// finishes the job.
+void evaluate_now(coordinator_self self, bool final_eval);
+/// sync: asks the barriers for the evaluation points at fixed global steps (the first
+/// eval_window of them) when [job] eval-every asks for any; `rows` split over `n` workers.
+void plan_sync_evaluations(coordinator_self self, std::int64_t rows, int n);
+/// Where a test loss means the model diverged: 1000 x the loss of a model that predicts nothing
+/// (0: no test set to judge by).
+double diverged_loss_bound(const model_spec& m, const dataset& test);
+
+// The job's end (coordinator.cpp).
+/// The job is over: a last checkpoint (when the job takes them), then the result.
+void finish(coordinator_self self);
+/// Ends the job as failed (or stopped) with `why`: the reply to run names it, every live worker,
+/// front and shard is stopped with that reason.
+void fail_job(coordinator_self self, std::string why, errc code = errc::job_failed);
+
 /// Builds nothing itself: hands each worker its rows and the shard map, counts epochs, evaluates
 /// on the test set, reacts to lost workers, and stops everything when the job is done. `run`
 /// replies with the job's result.

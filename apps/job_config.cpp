@@ -293,9 +293,12 @@ std::string bad_option_text(app_config& cfg, const caf::error& err) {
 /// CAF's parser reads it, `rest` the other arguments.
 std::string apply_options(app_config& cfg, const std::string& file, const std::string& text,
                           std::vector<std::string> rest) {
-  // --model.KEY=VALUE and --optim.KEY=VALUE for undeclared keys: options of registered kinds
-  // (they override the file's).
+  // Arguments `--group.key=value` that CAF's parser cannot take: undeclared keys of [model] and
+  // [optim] (options of registered kinds; they override the file's), and `=true` / `=false` for
+  // a boolean (CAF 0.17 takes it as a bare flag only: `--data.header=false` is refused), set
+  // after parsing instead.
   std::vector<std::string> declared;
+  std::vector<std::pair<std::string, bool>> booleans;
   for (auto& a : rest) {
     auto dot = a.find('.'), eq = a.find('=');
     if (a.rfind("--", 0) != 0 || dot == std::string::npos || eq == std::string::npos || eq < dot) {
@@ -303,29 +306,15 @@ std::string apply_options(app_config& cfg, const std::string& file, const std::s
       continue;
     }
     auto group = a.substr(2, dot - 2), key = a.substr(dot + 1, eq - dot - 1);
+    auto value = a.substr(eq + 1);
+    auto* opt = cfg.options().qualified_name_lookup(group, key);
     auto* free = free_options(cfg, group);
-    if (free && !cfg.options().qualified_name_lookup(group, key))
-      (*free)[key] = a.substr(eq + 1);
+    if (free && !opt)
+      (*free)[key] = value;
+    else if (opt && opt->is_flag() && (value == "true" || value == "false"))
+      booleans.emplace_back(group + "." + key, value == "true");
     else
       declared.push_back(a);
-  }
-  rest = std::move(declared);
-  // CAF 0.17 takes a boolean option as a bare flag only (`--data.header` sets true and
-  // `--data.header=false` is refused): `=true` / `=false` are set after parsing instead.
-  std::vector<std::pair<std::string, bool>> booleans;
-  declared.clear();
-  for (auto& a : rest) {
-    auto dot = a.find('.'), eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && dot != std::string::npos && eq != std::string::npos && eq > dot) {
-      auto* opt = cfg.options().qualified_name_lookup(a.substr(2, dot - 2),
-                                                      a.substr(dot + 1, eq - dot - 1));
-      auto value = a.substr(eq + 1);
-      if (opt && opt->is_flag() && (value == "true" || value == "false")) {
-        booleans.emplace_back(a.substr(2, eq - 2), value == "true");
-        continue;
-      }
-    }
-    declared.push_back(a);
   }
   rest = std::move(declared);
   caf::error err;

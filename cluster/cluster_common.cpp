@@ -12,7 +12,7 @@
 namespace actrain {
 
 namespace detail {
-bool openssl_queue_guard_linked();  // cluster/openssl_queue.cpp
+void link_openssl_queue_guard();  // cluster/openssl_queue.cpp
 }  // namespace detail
 
 node_role parse_role(const std::string& s) {
@@ -45,7 +45,7 @@ void prepare_cluster_config(caf::actor_system_config& cfg, const cluster_options
   cfg.set("middleman.connection-timeout", caf::timespan{opts.connection_timeout});
   if (opts.tls.enabled()) {
     validate(opts.tls);
-    if (!detail::openssl_queue_guard_linked()) throw std::logic_error("unreachable");
+    detail::link_openssl_queue_guard();
     // Every connection then goes through the OpenSSL module's middleman actor
     // (cluster/transport.hpp); with these files set it requires a peer certificate both ways.
     cfg.load<caf::openssl::manager>();

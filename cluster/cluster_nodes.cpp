@@ -130,8 +130,7 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
       auto code = static_cast<errc>(r ? r.code() : 0);
       if (job_error.empty() && r && r.category() == errc_category() &&
           (code == errc::job_failed || code == errc::job_stopped)) {
-        job_error = r.context().match_elements<std::string>() ? r.context().get_as<std::string>(0)
-                                                              : describe_error(r);
+        job_error = error_text(r);
         stopped = code == errc::job_stopped;
       } else if (own_failure.empty() && r && !coordinator_gone &&
                  r != caf::exit_reason::user_shutdown) {

@@ -40,10 +40,8 @@ F real(const char* name) {
 
 }  // namespace
 
-/// Referenced by prepare_cluster_config so that this file's definitions are always linked.
-bool openssl_queue_guard_linked() {
-  return true;
-}
+/// Called by prepare_cluster_config so that this file's definitions are always linked.
+void link_openssl_queue_guard() {}
 
 }  // namespace actrain::detail
 
