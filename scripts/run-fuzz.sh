@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 dir="${ACTRAIN_FUZZ_BUILD_DIR:-build-fuzz}"
 seconds="${ACTRAIN_FUZZ_SECONDS:-15}"
 cxx="${ACTRAIN_FUZZ_CXX:-clang++-16}"
-targets=(job_ini csv idx checkpoint wire reassembly http)
+targets=(job_ini csv libsvm idx checkpoint wire reassembly http)
 start=$SECONDS
 mkdir -p "$dir"
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
