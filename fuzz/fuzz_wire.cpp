@@ -113,6 +113,12 @@ constexpr reader readers[] = {
     one<worker_actor>,
     one<coordinator_actor>,
     one<registrar_actor>,
+    one<row_request>,
+    one<row_block>,
+    one<row_gradient>,
+    one<table_stats>,
+    one<sparse_assignment>,
+    one<sparse_shard_actor>,
 };
 constexpr std::size_t num_readers = sizeof(readers) / sizeof(readers[0]);
 

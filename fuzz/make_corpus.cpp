@@ -1,6 +1,6 @@
-// Writes the seed corpora of fuzz/corpus/ from real, valid inputs: the job files of config/, a
-// small CSV, IDX files (plain and gzipped), a checkpoint and a model file written by
-// save_checkpoint / save_model, a serialized value of every wire type, and reassembly scripts.
+// Writes the seed corpora of fuzz/corpus/ from real, valid inputs: the job files of config/,
+// small CSV and LIBSVM files, IDX files (plain and gzipped), a checkpoint and a model file written
+// by save_checkpoint / save_model, a serialized value of every wire type, and reassembly scripts.
 // Usage: fuzz_make_corpus SOURCE_DIR (the repository; replaces the files it writes, keeps others).
 #include <zlib.h>
 
@@ -84,6 +84,20 @@ void csv_files() {
   put("csv", "bom_first_column", std::string("\x49", 1) + "\xEF\xBB\xBFy,a\n1,2\n0,3\n");
 }
 
+void libsvm_files() {
+  // The first byte is the target's options (fuzz_libsvm.cpp): bits 0-1 hash buckets (none, 1, 7,
+  // 2^20), bits 2-3 entry limit (0, 1, 16, 1000).
+  put("libsvm", "one_hot_unhashed",
+      std::string("\x0c", 1) + "1 3:1 7:1 12:1\n0 1:1 7:1\n-1 2:1\n+1 5:1 9:1 12:1\n");
+  put("libsvm", "values_comments_crlf",
+      std::string("\x0c", 1) + "# label id:value ...\r\n" +
+          "1 1:0.5 4:-2.25e-3\t9:1e6 # trailing\r\n\r\n0 2:+3 4:1\r\n1\r\n");
+  put("libsvm", "hashed_collisions",
+      std::string("\x0e", 1) + "1 3:1 10:2 17:0.5 4:1\n0 7:1 14:1 21:1\n1 6:-1 13:1\n");
+  put("libsvm", "hashed_wide_ids",
+      std::string("\x0f", 1) + "1 18446744073709551615:1 1048576:2 3:1\n0 4294967296:0.25\n");
+}
+
 void idx_files() {
   // images: magic 0x803, 2 images of 2x3; labels: magic 0x801, 2 labels.
   std::string images = be32(0x803) + be32(2) + be32(2) + be32(3);
@@ -144,7 +158,7 @@ void wire_files() {
   // The first byte is the type's index in fuzz_wire.cpp's readers[].
   int index = 0;
   auto one = [&index](const std::string& name, auto value) {
-    put("wire", std::to_string(index < 10 ? 0 : 1) + std::to_string(index % 10) + "_" + name,
+    put("wire", (index < 10 ? "0" : "") + std::to_string(index) + "_" + name,
         std::string(1, static_cast<char>(index)) + serialized(value));
     ++index;
   };
@@ -203,6 +217,31 @@ void wire_files() {
   put("wire", "18_shard_actor_of_a_node",
       std::string(1, static_cast<char>(18)) + serialized(caf::actor_cast<shard_actor>(live)));
   caf::anon_send_exit(live, caf::exit_reason::user_shutdown);
+  // The sparse messages, after the four handles without seeds (indices 19-22).
+  index = 23;
+  one("row_request", row_request{2, 5, {7, 42, 1000000}});
+  one("row_block", row_block{1, 9, {0.5f, -0.25f, 1.f}, {3, 0, 1}});
+  row_gradient rg;
+  rg.worker = 3;
+  rg.step = 8;
+  rg.rows = 256;
+  rg.ids = {7, 42};
+  rg.base_versions = {3, 0};
+  rg.values = {0.125f, -1.f};
+  one("row_gradient", rg);
+  table_stats ts;
+  ts.shard = 1;
+  ts.rows_held = 2;
+  ts.mean_staleness = 0.5;
+  ts.hot_ids = {42, 7};
+  ts.hot_counts = {10, 3};
+  one("table_stats", ts);
+  sparse_assignment sa;
+  sa.worker = 1;
+  sa.rows = {{0, 100}};
+  sa.epochs = 2;
+  one("sparse_assignment", sa);
+  one("sparse_shard_actor", sparse_shard_actor{});
 }
 
 void reassembly_files() {
@@ -242,6 +281,7 @@ int main(int argc, char** argv) {
   corpus = fs::path(argv[1]) / "fuzz" / "corpus";
   job_files(argv[1]);
   csv_files();
+  libsvm_files();
   idx_files();
   checkpoint_files();
   wire_files();

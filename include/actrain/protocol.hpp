@@ -20,9 +20,9 @@
 namespace actrain {
 
 /// Bumped whenever a message layout changes; checked when a node registers.
-/// 5: doubles as their IEEE 754 bits, float vectors as raw blocks (wire.hpp); 4: checkpoints at a
-/// step, resumed assignments.
-constexpr std::uint32_t protocol_version = 6;
+/// 7: sparse shards' row messages; 5: doubles as their IEEE 754 bits, float vectors as raw blocks
+/// (wire.hpp); 4: checkpoints at a step, resumed assignments.
+constexpr std::uint32_t protocol_version = 7;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -175,6 +175,57 @@ struct shard_range_t {
 /// Range partitioning: a pure function of model size and shard count (sizes differ by <= 1).
 shard_range_t param_range(std::int64_t num_params, int shards, int index);
 
+// -- sparse parameters (actors/sparse_shard.hpp) -----------------------------------------------
+
+/// A worker asks a sparse shard (or a sparse barrier in front of it) for the rows of `ids` (each
+/// owned by that shard, distinct) to compute step `step` with. step -1: as the table stands
+/// (evaluation).
+struct row_request {
+  std::int32_t worker = 0;
+  std::int64_t step = 0;
+  std::vector<std::uint64_t> ids;
+};
+
+/// The rows asked for, in the order asked: ids.size() x dim floats, and each row's version
+/// (updates applied to it so far).
+struct row_block {
+  std::int32_t shard = 0;
+  std::int64_t version = 0;  ///< pushes the shard applied so far
+  std::vector<float> values;
+  std::vector<std::int64_t> row_versions;
+};
+
+/// Row gradients for one sparse shard: ids.size() x dim floats, computed by `worker` at `step`
+/// from rows of `base_versions` (one per id, from the row_block it pulled). `rows`: samples the
+/// gradient averages over.
+struct row_gradient {
+  std::int32_t worker = 0;
+  std::int64_t step = 0;
+  std::int32_t rows = 0;
+  std::vector<std::uint64_t> ids;
+  std::vector<std::int64_t> base_versions;
+  std::vector<float> values;
+};
+
+/// A sparse shard's counters: traffic, rows held, memory and the hottest rows.
+struct table_stats {
+  std::int32_t shard = 0;
+  std::int64_t version = 0;  ///< pushes applied
+  std::int64_t pushes = 0;
+  std::int64_t pulls = 0;
+  std::int64_t rows_pulled = 0;
+  std::int64_t rows_pushed = 0;
+  std::int64_t rows_held = 0;
+  std::int64_t evicted = 0;
+  std::int64_t rejected = 0;  ///< malformed messages refused
+  std::int64_t memory_bytes = 0;
+  std::int64_t bytes_in = 0;   ///< payload bytes of pulls' ids and pushes received
+  std::int64_t bytes_out = 0;  ///< payload bytes of rows sent
+  double mean_staleness = 0;   ///< per pushed row: its version minus the version it was pulled at
+  std::vector<std::uint64_t> hot_ids;  ///< the most pulled + pushed rows, most first
+  std::vector<std::int64_t> hot_counts;
+};
+
 // -- inspectors ---------------------------------------------------------------------------------
 
 template <class Inspector>
@@ -257,6 +308,28 @@ typename Inspector::result_type inspect(Inspector& f, engine_result& x) {
            x.last_checkpoint, wire_bits(x.checkpoint_write_s), x.checkpoint_bytes);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_request& x) {
+  return f(caf::meta::type_name("row_request"), x.worker, x.step, wire_block(x.ids));
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_block& x) {
+  return f(caf::meta::type_name("row_block"), x.shard, x.version, wire_block(x.values),
+           wire_block(x.row_versions));
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_gradient& x) {
+  return f(caf::meta::type_name("row_gradient"), x.worker, x.step, x.rows, wire_block(x.ids),
+           wire_block(x.base_versions), wire_block(x.values));
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, table_stats& x) {
+  return f(caf::meta::type_name("table_stats"), x.shard, x.version, x.pushes, x.pulls,
+           x.rows_pulled, x.rows_pushed, x.rows_held, x.evicted, x.rejected, x.memory_bytes,
+           x.bytes_in, x.bytes_out, wire_bits(x.mean_staleness), wire_block(x.hot_ids),
+           wire_block(x.hot_counts));
+}
+
 // -- typed interfaces ---------------------------------------------------------------------------
 
 /// A parameter shard, or anything that stands in front of one (a barrier). Workers use only this.
@@ -267,6 +340,14 @@ using shard_actor =
                      caf::replies_to<stats_atom>::with<shard_stats>,
                      caf::replies_to<checkpoint_atom, std::int64_t>::with<shard_checkpoint>,
                      caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>,
+                     caf::reacts_to<leave_atom, std::int32_t>>;
+
+/// A sparse shard (the rows of one embedding table that map to it), or a sparse barrier in front
+/// of one. leave: a worker finished or was lost (a barrier stops waiting for it).
+using sparse_shard_actor =
+    caf::typed_actor<caf::replies_to<pull_atom, row_request>::with<row_block>,
+                     caf::replies_to<push_atom, row_gradient>::with<push_ack>,
+                     caf::replies_to<stats_atom>::with<table_stats>,
                      caf::reacts_to<leave_atom, std::int32_t>>;
 
 /// A shard interface that also takes chunks: shard_gateway (in front of a shard or barrier, on
@@ -299,6 +380,25 @@ using worker_actor =
 /// What a worker is spawned as: worker_actor plus its own watchdog ticks. Handed out as
 /// worker_actor only.
 using worker_impl = worker_actor::extend<caf::reacts_to<watchdog_atom>>;
+
+/// What a sparse worker is given: the dense shard (or barrier) of its model's dense parameters,
+/// the table's shards (index = table_shard_of), its rows of the training set, how long to run.
+struct sparse_assignment {
+  std::int32_t worker = 0;
+  shard_actor dense;
+  std::vector<sparse_shard_actor> tables;
+  std::vector<shard_range_t> rows;
+  std::int64_t epochs = 1;
+  caf::actor reports_to;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sparse_assignment& x) {
+  return f(caf::meta::type_name("sparse_assignment"), x.worker, x.dense, x.tables, x.rows, x.epochs,
+           x.reports_to);
+}
+/// A worker of a sparse model: pull the batch's rows -> forward/backward -> push row gradients.
+using sparse_worker_actor =
+    caf::typed_actor<caf::reacts_to<assign_atom, sparse_assignment>, caf::reacts_to<stop_atom>>;
 
 /// Where workers report; the coordinator.
 /// stop (why): end the job now, as stopped with `why` (a signal); with checkpoints on, a last
@@ -362,4 +462,11 @@ CAF_ADD_TYPE_ID(actrain, (actrain::engine_result))
 CAF_ADD_TYPE_ID(actrain, (actrain::coordinator_impl))
 CAF_ADD_TYPE_ID(actrain, (actrain::checkpoint))
 CAF_ADD_TYPE_ID(actrain, (actrain::checkpoint_writer_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::row_request))
+CAF_ADD_TYPE_ID(actrain, (actrain::row_block))
+CAF_ADD_TYPE_ID(actrain, (actrain::row_gradient))
+CAF_ADD_TYPE_ID(actrain, (actrain::table_stats))
+CAF_ADD_TYPE_ID(actrain, (actrain::sparse_shard_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::sparse_assignment))
+CAF_ADD_TYPE_ID(actrain, (actrain::sparse_worker_actor))
 CAF_END_TYPE_ID_BLOCK(actrain)

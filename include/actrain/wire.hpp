@@ -73,41 +73,52 @@ typename Inspector::result_type inspect(Inspector& f, wire_double& d) {
   }
 }
 
-/// A std::vector<float> of a message (checkpoint values and optimizer slots, final parameters) as
-/// one raw block of host-byte-order float32, like a tensor: CAF would pack each float with
-/// pack754, which never returns for an infinity (see wire_double). Written as wire_block(v).
-struct wire_floats {
-  std::vector<float>& v;
+/// A std::vector of plain numbers of a message (checkpoint values and optimizer slots, final
+/// parameters, a sparse shard's row ids and versions) as one raw block in host byte order, like a
+/// tensor: CAF would pack each float with pack754, which never returns for an infinity (see
+/// wire_double), and each integer element by element. Written as wire_block(v).
+template <class T>
+struct wire_vector {
+  static_assert(std::is_arithmetic<T>::value, "raw blocks of plain numbers only");
+  std::vector<T>& v;
 };
-inline wire_floats wire_block(std::vector<float>& v) {
+using wire_floats = wire_vector<float>;
+inline wire_vector<float> wire_block(std::vector<float>& v) {
+  return {v};
+}
+inline wire_vector<std::uint64_t> wire_block(std::vector<std::uint64_t>& v) {
+  return {v};
+}
+inline wire_vector<std::int64_t> wire_block(std::vector<std::int64_t>& v) {
   return {v};
 }
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, wire_floats& w) {
+template <class Inspector, class T>
+typename Inspector::result_type inspect(Inspector& f, wire_vector<T>& w) {
   using result = typename Inspector::result_type;
+  // The same element bound for every type: < 1 GiB of float32, < 2 GiB of 64-bit numbers.
   if constexpr (std::is_same<result, void>::value) {
-    std::string s = std::to_string(w.v.size()) + " floats";  // to_string: a summary
+    std::string s = std::to_string(w.v.size()) + " values";  // to_string: a summary
     f(s);
   } else if constexpr (Inspector::reads_state) {
     std::size_t n = w.v.size();
     if (n > max_wire_floats)
-      return caf::make_error(caf::sec::invalid_argument, "float vector too large for one message");
+      return caf::make_error(caf::sec::invalid_argument, "vector too large for one message");
     if (auto err = f.begin_sequence(n)) return err;
     if (n > 0) {
-      if (auto err = f.apply_raw(n * sizeof(float), w.v.data())) return err;
+      if (auto err = f.apply_raw(n * sizeof(T), w.v.data())) return err;
     }
     return f.end_sequence();
   } else {
     std::size_t n = 0;
     if (auto err = f.begin_sequence(n)) return err;
-    if (n > max_wire_floats || n > wire_bytes_left(f) / sizeof(float))
+    if (n > max_wire_floats || n > wire_bytes_left(f) / sizeof(T))
       return caf::make_error(caf::sec::invalid_argument,
-                             "float vector: " + std::to_string(n) + " values claimed, " +
+                             "vector: " + std::to_string(n) + " values claimed, " +
                                  std::to_string(wire_bytes_left(f)) + " bytes left");
     w.v.resize(n);
     if (n > 0) {
-      if (auto err = f.apply_raw(n * sizeof(float), w.v.data())) return err;
+      if (auto err = f.apply_raw(n * sizeof(T), w.v.data())) return err;
     }
     return f.end_sequence();
   }

@@ -1,0 +1,276 @@
+#include <actrain/sparse_engine.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <sys/resource.h>
+
+#include <actrain/data.hpp>
+#include <actrain/engine.hpp>
+#include "actors/barrier.hpp"
+#include "actors/shard.hpp"
+#include "actors/sparse_barrier.hpp"
+#include "actors/sparse_shard.hpp"
+#include "actors/sparse_worker.hpp"
+
+namespace actrain {
+
+void validate(const sparse_job& j) {
+  validate(j.model);
+  validate(j.table);
+  validate(j.optim);
+  if (j.mode != "async" && j.mode != "sync")
+    throw std::invalid_argument("job.mode: a sparse job is \"async\" or \"sync\", got \"" + j.mode +
+                                "\"");
+  if (j.workers < 1 || j.workers > 4096)
+    throw std::invalid_argument("job.workers: must be 1..4096");
+  if (j.shards < 1 || j.shards > 4096) throw std::invalid_argument("job.shards: must be 1..4096");
+  if (j.batch < 1) throw std::invalid_argument("job.batch: must be >= 1");
+  if (j.epochs < 1) throw std::invalid_argument("job.epochs: must be >= 1");
+  if (j.window < 1) throw std::invalid_argument("job.window: must be >= 1");
+  if (j.table.dim != sparse_model_dim(j.model))
+    throw std::invalid_argument("table.dim: " + std::to_string(j.table.dim) + ", but " +
+                                describe(j.model) + " needs " +
+                                std::to_string(sparse_model_dim(j.model)));
+  if (j.whole_table && j.table.rows > (std::uint64_t{1} << 24))
+    throw std::invalid_argument("job.whole-table: the table has " + std::to_string(j.table.rows) +
+                                " rows; pulling it whole each step is for tables of <= 2^24");
+}
+
+namespace {
+
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+/// The dense parameters' rule: Adagrad for the adaptive row rules, SGD for SGD.
+optim_spec dense_rule(const row_optim_spec& o) {
+  optim_spec d;
+  d.kind = o.kind == "sgd" ? "sgd" : "adagrad";
+  d.lr = o.lr;
+  return d;
+}
+
+void check_data(const sparse_job& j, const sparse_dataset& d, const char* which) {
+  for (auto id : d.ids)
+    if (id >= j.table.rows)
+      throw std::invalid_argument(std::string(which) + " data: id " + std::to_string(id) +
+                                  " >= table.rows " + std::to_string(j.table.rows));
+  if (d.y.size() != static_cast<std::size_t>(d.rows) ||
+      d.offsets.size() != static_cast<std::size_t>(d.rows) + 1)
+    throw std::invalid_argument(std::string(which) + " data: offsets or labels do not match rows");
+}
+
+}  // namespace
+
+std::vector<float> predict_sparse(caf::actor_system& sys, const sparse_job& job,
+                                  const std::vector<sparse_shard_actor>& tables,
+                                  const shard_actor& dense, const sparse_dataset& test) {
+  caf::scoped_actor self{sys};
+  auto fail = [](const caf::error& err) {
+    throw std::runtime_error("evaluation: " + describe_error(err));
+  };
+  std::vector<float> dense_params;
+  self->request(dense, std::chrono::seconds(60), pull_atom::value, pull_request{-1, -1})
+      .receive(
+          [&](weights& w) {
+            dense_params.assign(w.values.data(), w.values.data() + w.values.size());
+          },
+          fail);
+  // Every distinct test id, gathered from its shard in requests of at most 1M rows.
+  std::unordered_map<std::uint64_t, std::uint32_t> slot_of;
+  std::vector<std::uint64_t> unique;
+  std::vector<std::uint32_t> slots(test.ids.size());
+  for (std::size_t e = 0; e < test.ids.size(); ++e) {
+    auto [it, fresh] = slot_of.try_emplace(test.ids[e], static_cast<std::uint32_t>(unique.size()));
+    if (fresh) unique.push_back(test.ids[e]);
+    slots[e] = it->second;
+  }
+  auto dim = static_cast<std::size_t>(job.table.dim);
+  std::vector<float> rows(unique.size() * dim);
+  std::vector<std::vector<std::uint32_t>> by_shard(tables.size());
+  for (std::uint32_t s = 0; s < unique.size(); ++s)
+    by_shard[table_shard_of(job.table, static_cast<int>(tables.size()), unique[s])].push_back(s);
+  constexpr std::size_t per_request = 1 << 20;
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    for (std::size_t b = 0; b < by_shard[t].size(); b += per_request) {
+      auto e = std::min(by_shard[t].size(), b + per_request);
+      row_request r{-1, -1, {}};
+      for (auto i = b; i < e; ++i) r.ids.push_back(unique[by_shard[t][i]]);
+      self->request(tables[t], std::chrono::seconds(60), pull_atom::value, std::move(r))
+          .receive(
+              [&](row_block& rb) {
+                for (auto i = b; i < e; ++i)
+                  std::copy_n(&rb.values[(i - b) * dim], dim, &rows[by_shard[t][i] * dim]);
+              },
+              fail);
+    }
+  }
+  auto net = make_sparse_model(job.model);
+  std::vector<float> logits(static_cast<std::size_t>(test.rows));
+  sparse_batch_view v{static_cast<int>(test.rows),
+                      test.offsets.data(),
+                      slots.data(),
+                      test.values.empty() ? nullptr : test.values.data(),
+                      test.y.data(),
+                      unique.size()};
+  net->predict(dense_params.data(), rows.data(), v, logits.data());
+  return logits;
+}
+
+sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
+                             std::shared_ptr<const sparse_dataset> train,
+                             const sparse_dataset& test) {
+  if (job.table.rows == 0) job.table.rows = std::max(train->id_space, test.id_space);
+  job.table.dim = sparse_model_dim(job.model);
+  validate(job);
+  check_data(job, *train, "training");
+  check_data(job, test, "test");
+  if (train->rows < job.workers)
+    throw std::invalid_argument("job.workers: " + std::to_string(job.workers) + " workers for " +
+                                std::to_string(train->rows) + " training rows");
+  sparse_result out;
+  caf::scoped_actor self{sys};
+  auto net = make_sparse_model(job.model);
+  // The dense parameters: one ordinary shard (a barrier in front of it in sync mode).
+  shard_config dc;
+  dc.index = 0;
+  dc.init.resize(net->num_dense());
+  net->init_dense(dc.init.data(), job.seed);
+  dc.optim = dense_rule(job.optim);
+  auto dense = spawn_shard(sys, std::move(dc));
+  std::vector<sparse_shard_actor> tables;
+  for (int s = 0; s < job.shards; ++s) {
+    sparse_shard_config c;
+    c.index = s;
+    c.shards = job.shards;
+    c.table = job.table;
+    c.optim = job.optim;
+    tables.push_back(sys.spawn(sparse_shard, std::move(c)));
+  }
+  shard_actor dense_front = dense;
+  std::vector<sparse_shard_actor> fronts = tables;
+  bool sync = job.mode == "sync";
+  if (sync) {
+    barrier_config bc;
+    bc.shard = dense;
+    bc.mode = "sync";
+    bc.workers = job.workers;
+    bc.slice = net->num_dense();
+    dense_front = sys.spawn(barrier, std::move(bc));
+    for (auto& t : fronts)
+      t = sys.spawn(sparse_barrier, sparse_barrier_config{t, job.workers, job.table.dim});
+  }
+  std::vector<sparse_worker_actor> workers;
+  for (int w = 0; w < job.workers; ++w) {
+    sparse_worker_config wc;
+    wc.id = w;
+    wc.model = job.model;
+    wc.table = job.table;
+    wc.table_shards = job.shards;
+    wc.train = train;
+    wc.batch = job.batch;
+    wc.seed = job.seed;
+    wc.window = job.window;
+    wc.whole_table = job.whole_table;
+    workers.push_back(sys.spawn<caf::detached>(sparse_worker, std::move(wc)));
+    self->monitor(workers.back());
+  }
+  for (auto& t : tables) self->monitor(t);
+  self->monitor(dense);
+  auto start = std::chrono::steady_clock::now();
+  auto cpu_start = process_cpu_seconds();
+  for (int w = 0; w < job.workers; ++w) {
+    auto r = shard_range(train->rows, job.workers, w);
+    sparse_assignment a;
+    a.worker = w;
+    a.dense = dense_front;
+    a.tables = fronts;
+    a.rows = {shard_range_t{r.first, r.second}};
+    a.epochs = job.epochs;
+    a.reports_to = caf::actor_cast<caf::actor>(self);
+    self->send(workers[static_cast<std::size_t>(w)], assign_atom::value, std::move(a));
+  }
+  int finished = 0;
+  double loss_sum = 0;
+  std::string failure;
+  while (finished < job.workers && failure.empty()) {
+    self->receive(
+        [&](progress_atom, const progress_report& r) {
+          out.samples += r.samples;
+          loss_sum += r.loss_sum;
+          if (r.finished) {
+            finished += 1;
+            if (sync) {
+              caf::anon_send(dense_front, leave_atom::value, r.worker);
+              for (auto& f : fronts) caf::anon_send(f, leave_atom::value, r.worker);
+            }
+          }
+        },
+        [&](caf::down_msg& d) {
+          failure = d.reason ? describe_error(d.reason) : "an actor of the job stopped";
+        },
+        caf::after(job.stall_timeout) >>
+            [&] {
+              failure =
+                  "no worker reported for " + std::to_string(job.stall_timeout.count()) + " ms";
+            });
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.cpu_seconds = process_cpu_seconds() - cpu_start;
+  auto stop_all = [&] {
+    for (auto& w : workers) self->send_exit(w, caf::exit_reason::user_shutdown);
+    for (auto& f : fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
+    if (sync) self->send_exit(dense_front, caf::exit_reason::user_shutdown);
+    for (auto& t : tables) self->send_exit(t, caf::exit_reason::user_shutdown);
+    self->send_exit(dense, caf::exit_reason::user_shutdown);
+  };
+  if (!failure.empty()) {
+    out.error = failure;
+    stop_all();
+    return out;
+  }
+  out.samples_per_s = out.seconds > 0 ? out.samples / out.seconds : 0;
+  out.train_loss = out.samples > 0 ? loss_sum / out.samples : 0;
+  std::int64_t pushes = 0, rows_pulled = 0, bytes = 0;
+  for (auto& t : tables) {
+    self->request(t, std::chrono::seconds(60), stats_atom::value)
+        .receive([&](table_stats& s) { out.tables.push_back(std::move(s)); },
+                 [&](caf::error& err) { failure = describe_error(err); });
+  }
+  for (auto& s : out.tables) {
+    pushes += s.pushes;
+    rows_pulled += s.rows_pulled;
+    bytes += s.bytes_in + s.bytes_out;
+    out.rows_held += s.rows_held;
+    out.memory_bytes += s.memory_bytes;
+  }
+  out.steps = (out.samples + job.batch - 1) / job.batch;
+  if (out.steps > 0) {
+    out.rows_per_step = static_cast<double>(rows_pulled) / static_cast<double>(out.steps);
+    out.bytes_per_step = static_cast<double>(bytes) / static_cast<double>(out.steps);
+  }
+  if (test.rows > 0 && failure.empty()) {
+    try {
+      auto logits = predict_sparse(sys, job, tables, dense, test);
+      out.test_auc = roc_auc(logits, test.y);
+      out.test_log_loss = log_loss_from_logits(logits, test.y);
+      std::int64_t right = 0;
+      for (std::size_t r = 0; r < logits.size(); ++r)
+        right += (logits[r] > 0) == (test.y[r] > 0.5f);
+      out.test_accuracy = static_cast<double>(right) / static_cast<double>(logits.size());
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  stop_all();
+  out.ok = failure.empty();
+  out.error = failure;
+  return out;
+}
+
+}  // namespace actrain

@@ -1,0 +1,74 @@
+#pragma once
+// Training a sparse model (sparse.hpp) in one actor system: sparse shards own the embedding
+// table's rows (by hash or range of the id), a dense shard the model's few dense parameters,
+// and workers pull and push only the rows of their mini-batches. Async by default; sync puts a
+// barrier in front of every shard, as for dense models.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include <actrain/protocol.hpp>
+#include <actrain/sparse.hpp>
+#include <actrain/sparse_data.hpp>
+
+namespace actrain {
+
+struct sparse_job {
+  sparse_model_spec model;
+  table_spec table;  ///< rows: the data's id_space when 0; dim: from the model
+  row_optim_spec optim;
+  std::string mode = "async";  ///< "async" or "sync"
+  int workers = 4;
+  int shards = 2;  ///< sparse shards of the table
+  int batch = 256;
+  std::int64_t epochs = 1;
+  std::uint64_t seed = 42;
+  int window = 2;  ///< pushes in flight per shard and worker
+  /// Pull and push the whole table every step (a dense parameter server's traffic), to measure
+  /// the sparse path against. Small tables only.
+  bool whole_table = false;
+  /// The job fails when no worker reported for this long.
+  std::chrono::milliseconds stall_timeout{60000};
+};
+/// Throws std::invalid_argument naming the bad field.
+void validate(const sparse_job& j);
+
+struct sparse_result {
+  bool ok = false;
+  std::string error;
+  double seconds = 0;  ///< from the assignments to the last worker's last acknowledged push
+  std::int64_t samples = 0;
+  double samples_per_s = 0;
+  /// CPU time (user + system) of the whole process over `seconds`: every thread, the shards'
+  /// included (assumes nothing else runs in the process meanwhile).
+  double cpu_seconds = 0;
+  std::int64_t steps = 0;  ///< summed over workers
+  double train_loss = 0;   ///< mean over every sample trained
+  double test_auc = 0;
+  double test_log_loss = 0;
+  double test_accuracy = 0;
+  std::vector<table_stats> tables;  ///< per sparse shard, after training
+  double rows_per_step = 0;         ///< distinct rows pulled per worker step
+  double bytes_per_step = 0;        ///< row payload bytes in and out of the shards per step
+  std::int64_t rows_held = 0;       ///< rows the shards hold
+  std::int64_t memory_bytes = 0;    ///< the shards' row memory
+};
+
+/// Runs the job in `sys` (a config passed through prepare_config) and evaluates the trained
+/// model on `test` (when it has rows). Blocks the calling thread. Throws std::invalid_argument
+/// for an invalid job or data that does not fit it (an id >= table rows).
+sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
+                             std::shared_ptr<const sparse_dataset> train,
+                             const sparse_dataset& test);
+
+/// Logits of `test` under the model held by `tables` and `dense` (rows read without being
+/// created); blocks the calling thread.
+std::vector<float> predict_sparse(caf::actor_system& sys, const sparse_job& job,
+                                  const std::vector<sparse_shard_actor>& tables,
+                                  const shard_actor& dense, const sparse_dataset& test);
+
+}  // namespace actrain
