@@ -4,6 +4,7 @@
 #include "bench/bench.hpp"
 #include "bench/bench_checkpoint.hpp"
 #include "bench/bench_modes.hpp"
+#include "bench/bench_sparse.hpp"
 #include "bench/bench_staleness.hpp"
 #include "bench/bench_wire.hpp"
 #include "bench/doc_section.hpp"
@@ -29,9 +30,11 @@ int bench_command(const std::vector<std::string>& args) {
   if (what == "modes") return bench_modes(rest);
   if (what == "staleness") return bench_staleness(rest);
   if (what == "checkpoint") return bench_checkpoint(rest);
+  if (what == "sparse") return bench_sparse(rest);
   if (what == "gpu") return bench_gpu(rest);
-  std::cerr << "actrain bench: unknown benchmark '" << what
-            << "' (foundation, reference, engine, modes, staleness, checkpoint, wire, gpu)\n";
+  std::cerr
+      << "actrain bench: unknown benchmark '" << what
+      << "' (foundation, reference, engine, modes, staleness, checkpoint, wire, sparse, gpu)\n";
   return 2;
 }
 

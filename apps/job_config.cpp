@@ -42,7 +42,8 @@ app_config::app_config() {
       .add<str>("kind", "linear | softmax | mlp | a registered kind (further keys: its options)")
       .add<std::vector<int64_t>>("hidden", "mlp hidden layer sizes, e.g. [256]")
       .add<int64_t>("input-dim", "input features (0 = from the data)")
-      .add<int64_t>("output-dim", "classes (0 = from the data)");
+      .add<int64_t>("output-dim", "classes (0 = from the data)")
+      .add<int64_t>("factors", "fm: factors per id");
   opt_group{custom_options_, "optim"}
       .add<str>("kind",
                 "sgd | momentum | nesterov | adagrad | adam | a registered kind (further keys: "
@@ -57,7 +58,17 @@ app_config::app_config() {
       .add<int64_t>("step-size", "step schedule: updates between decays")
       .add<double>("gamma", "step schedule: decay factor")
       .add<int64_t>("total-steps", "cosine schedule: updates from lr to min-lr")
-      .add<double>("min-lr", "cosine schedule: final learning rate");
+      .add<double>("min-lr", "cosine schedule: final learning rate")
+      .add<double>("l1", "ftrl: L1 strength")
+      .add<double>("l2", "ftrl: L2 strength")
+      .add<double>("beta", "ftrl: beta of the per-coordinate rate")
+      .add<double>("initial-accumulator", "sparse adagrad: starting accumulator");
+  opt_group{custom_options_, "table"}
+      .add<int64_t>("rows", "sparse models: ids in the embedding table (0 = from the data)")
+      .add<str>("partition", "hash | range: how ids map to shards")
+      .add<double>("init-scale", "new rows uniform in [-s, s) (0 = zeros)")
+      .add<int64_t>("max-rows",
+                    "rows one shard holds at most, least recently used evicted (0 = all)");
   opt_group{custom_options_, "staleness"}
       .add<str>("policy", "none (default) | sqrt | inverse | drop")
       .add<int64_t>("max", "drop: staleness bound; inverse: 0 = unbounded")
@@ -74,7 +85,7 @@ app_config::app_config() {
       .add<bool>("at-end", "one more after the final evaluation (default true)")
       .add<str>("model", "write the trained model to this file at the end");
   opt_group{custom_options_, "data"}
-      .add<str>("kind", "fashion_mnist | synthetic_linear | csv")
+      .add<str>("kind", "fashion_mnist | synthetic_linear | csv | libsvm | synthetic_ctr")
       .add<str>("path", "data directory or file (\"\" = Debian's Fashion-MNIST)")
       .add<str>("test-path", "csv: test file")
       .add<str>("label", "csv: label column name")
@@ -86,6 +97,12 @@ app_config::app_config() {
       .add<int64_t>("test-rows", "synthetic: test rows")
       .add<int64_t>("features", "synthetic: features")
       .add<double>("noise", "synthetic: noise standard deviation")
+      .add<int64_t>("hash-buckets", "libsvm: ids taken modulo this (0 = as written)")
+      .add<int64_t>("fields", "synthetic_ctr: categorical fields per row")
+      .add<int64_t>("ids-per-field", "synthetic_ctr: values per field")
+      .add<double>("zipf", "synthetic_ctr: power-law exponent of value frequencies")
+      .add<double>("weight-sd", "synthetic_ctr: standard deviation of the true weights")
+      .add<double>("bias", "synthetic_ctr: the true model's bias")
       .add<int64_t>("train-subset", "use the first N training rows (0 = all)")
       .add<int64_t>("test-subset", "use the first N test rows (0 = all)");
   // `actrain node`: how nodes find and trust each other (include/actrain/cluster.hpp,

@@ -14,6 +14,7 @@
 #include "apps/commands.hpp"
 #include "apps/job_config.hpp"
 #include "apps/signal_guard.hpp"
+#include "apps/sparse_train.hpp"
 #include "observe/console.hpp"
 #include "observe/http_server.hpp"
 #include "observe/metrics_file.hpp"
@@ -59,6 +60,8 @@ int train_command(const std::vector<std::string>& argv) {
     return 2;
   }
   if (cfg.cli_helptext_printed) return 0;  // printed what was asked for; no job runs
+  if (is_sparse_model_kind(caf::get_or(caf::content(cfg), "model.kind", std::string{})))
+    return sparse_train(cfg, std::cout, std::cerr);
   job_spec job;
   std::shared_ptr<job_data> data;
   std::optional<observe::http_address> http_at;
