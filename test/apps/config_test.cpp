@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "apps/job_config.hpp"
+#include "apps/sparse_train.hpp"
+
+#include <sstream>
 
 namespace actrain {
 namespace {
@@ -167,6 +170,14 @@ TEST(config_test, a_huge_file_is_refused_before_it_is_read) {
 TEST(config_test, every_sample_config_parses_and_validates) {
   const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
   ASSERT_NE(src, nullptr);
+  for (auto name : {"ctr_synthetic.ini"}) {
+    app_config cfg;
+    auto path = std::string(src) + "/config/" + name;
+    ASSERT_EQ(load_app_config(cfg, {"--config", path}), "") << name;
+    auto job = sparse_job_from_config(cfg);
+    job.table.rows = 1000000;
+    EXPECT_NO_THROW(validate(job)) << name;
+  }
   for (auto name : {"linear_synthetic.ini", "softmax_fashion.ini", "mlp_fashion.ini"}) {
     app_config cfg;
     auto path = std::string(src) + "/config/" + name;
@@ -177,6 +188,50 @@ TEST(config_test, every_sample_config_parses_and_validates) {
     if (job.model.output_dim == 0) job.model.output_dim = job.model.kind == "linear" ? 1 : 10;
     EXPECT_NO_THROW(validate(job)) << name;
   }
+}
+
+TEST(config_test, a_sparse_job_reads_its_groups_and_trains_through_the_command) {
+  auto path = write_ini("ctr.ini",
+                        "[job]\nworkers=2\nshards=2\nbatch=128\nmode=\"sync\"\n"
+                        "[model]\nkind=\"fm\"\nfactors=3\n[optim]\nkind=\"ftrl\"\nlr=0.1\n"
+                        "l1=0.00001\n[table]\npartition=\"range\"\nmax-rows=5000\n"
+                        "[data]\nkind=\"synthetic_ctr\"\nrows=20000\ntest-rows=5000\n"
+                        "fields=4\nids-per-field=300\nzipf=1.3\n");
+  app_config cfg;
+  ASSERT_EQ(load_app_config(cfg, {"--config", path}), "");
+  auto job = sparse_job_from_config(cfg);
+  EXPECT_EQ(job.model.kind, "fm");
+  EXPECT_EQ(job.table.dim, 4);
+  EXPECT_EQ(job.table.partition, "range");
+  EXPECT_EQ(job.table.max_rows, 5000);
+  EXPECT_FLOAT_EQ(job.optim.l1, 1e-5f);
+  EXPECT_EQ(job.mode, "sync");
+  std::ostringstream out, err;
+  ASSERT_EQ(sparse_train(cfg, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("result: test AUC 0."), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("(ground truth: AUC 0."), std::string::npos) << out.str();
+  std::remove(path.c_str());
+}
+
+TEST(config_test, a_sparse_job_refuses_bad_data_and_options_by_name) {
+  auto bad = write_ini("bad.svm", "1 3:1 5:1\n0 7:1 7:2\n");
+  auto path = write_ini(
+      "svm.ini", "[model]\nkind=\"sparse_lr\"\n[data]\nkind=\"libsvm\"\npath=\"" + bad + "\"\n");
+  app_config cfg;
+  ASSERT_EQ(load_app_config(cfg, {"--config", path}), "");
+  std::ostringstream out, err;
+  EXPECT_EQ(sparse_train(cfg, out, err), 2);
+  EXPECT_NE(err.str().find(bad + ":2:"), std::string::npos) << err.str();
+  app_config cfg2;
+  ASSERT_EQ(load_app_config(cfg2, {"--config", path, "--model.width=3"}), "");
+  EXPECT_THROW(sparse_job_from_config(cfg2), std::invalid_argument);
+  app_config cfg3;
+  ASSERT_EQ(load_app_config(cfg3, {"--config", path, "--data.kind=\"csv\""}), "");
+  std::ostringstream out3, err3;
+  EXPECT_EQ(sparse_train(cfg3, out3, err3), 2);
+  EXPECT_NE(err3.str().find("sparse models read"), std::string::npos) << err3.str();
+  std::remove(bad.c_str());
+  std::remove(path.c_str());
 }
 
 }  // namespace
