@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "actors/sparse_shard.hpp"
+
 namespace actrain {
 
 namespace {
@@ -71,6 +73,7 @@ sparse_shard_actor::behavior_type sparse_barrier(
       [self](push_atom, row_gradient& g) -> caf::result<push_ack> {
         auto& st = self->state;
         auto dim = static_cast<std::size_t>(st.cfg.dim);
+        if (auto err = take_row_values(g, st.cfg.dim)) return err;
         if (g.step < st.applied || g.values.size() != g.ids.size() * dim ||
             g.base_versions.size() != g.ids.size())
           return push_ack{st.applied, 0, false};  // late, or malformed: the shard never sees it

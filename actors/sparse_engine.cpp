@@ -33,6 +33,11 @@ void validate(const sparse_job& j) {
     throw std::invalid_argument("table.dim: " + std::to_string(j.table.dim) + ", but " +
                                 describe(j.model) + " needs " +
                                 std::to_string(sparse_model_dim(j.model)));
+  if (j.compression != "none" && j.compression != "fp16" && j.compression != "topk")
+    throw std::invalid_argument("job.compression: none, fp16 or topk, got \"" + j.compression +
+                                "\"");
+  if (j.compression == "topk" && !(j.topk_fraction > 0 && j.topk_fraction <= 1))
+    throw std::invalid_argument("job.topk-fraction: must be in (0, 1]");
   if (j.whole_table && j.table.rows > (std::uint64_t{1} << 24))
     throw std::invalid_argument("job.whole-table: the table has " + std::to_string(j.table.rows) +
                                 " rows; pulling it whole each step is for tables of <= 2^24");
@@ -177,6 +182,9 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
     wc.seed = job.seed;
     wc.window = job.window;
     wc.whole_table = job.whole_table;
+    wc.compression = job.compression;
+    wc.topk_fraction = job.topk_fraction;
+    if (w == job.fail_worker) wc.fail_after_steps = job.fail_after_steps;
     workers.push_back(sys.spawn<caf::detached>(sparse_worker, std::move(wc)));
     self->monitor(workers.back());
   }
@@ -195,24 +203,85 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
     a.reports_to = caf::actor_cast<caf::actor>(self);
     self->send(workers[static_cast<std::size_t>(w)], assign_atom::value, std::move(a));
   }
-  int finished = 0;
   double loss_sum = 0;
   std::string failure;
-  while (finished < job.workers && failure.empty()) {
+  struct worker_progress {
+    bool alive = true;
+    bool done = false;
+    std::int64_t step = 0;
+    std::int64_t samples = 0;  ///< trained from its first assignment
+    shard_range_t rows;
+  };
+  std::vector<worker_progress> progress(static_cast<std::size_t>(job.workers));
+  for (int w = 0; w < job.workers; ++w) {
+    auto r = shard_range(train->rows, job.workers, w);
+    progress[static_cast<std::size_t>(w)].rows = {r.first, r.second};
+  }
+  auto running = [&] {
+    return std::any_of(progress.begin(), progress.end(),
+                       [](const worker_progress& p) { return p.alive && !p.done; });
+  };
+  auto leave = [&](std::int32_t w) {
+    if (!sync) return;
+    caf::anon_send(dense_front, leave_atom::value, w);
+    for (auto& f : fronts) caf::anon_send(f, leave_atom::value, w);
+  };
+  /// A lost worker's rows go to a survivor, for the epochs it had not completed (the rows of its
+  /// epoch in progress are trained again from the start of that epoch).
+  auto reassign = [&](std::size_t lost, const std::string& why) {
+    auto& p = progress[lost];
+    p.alive = false;
+    out.workers_lost += 1;
+    leave(static_cast<std::int32_t>(lost));
+    auto range_rows = std::max<std::int64_t>(1, p.rows.end - p.rows.begin);
+    auto epochs_left = job.epochs - p.samples / range_rows;
+    // Prefer a survivor still training: a sync barrier no longer waits for one that left.
+    std::size_t to = progress.size();
+    for (std::size_t w = 0; w < progress.size() && to == progress.size(); ++w)
+      if (progress[w].alive && !progress[w].done) to = w;
+    for (std::size_t w = 0; w < progress.size() && to == progress.size(); ++w)
+      if (progress[w].alive) to = w;
+    if (to == progress.size()) {
+      failure = "every worker was lost; the last: " + why;
+      return;
+    }
+    if (epochs_left <= 0) return;
+    sparse_assignment a;
+    a.worker = static_cast<std::int32_t>(to);
+    a.dense = dense_front;
+    a.tables = fronts;
+    a.rows = {p.rows};
+    a.epochs = epochs_left;
+    a.reports_to = caf::actor_cast<caf::actor>(self);
+    progress[to].done = false;
+    self->send(workers[to], assign_atom::value, std::move(a));
+  };
+  while (running() && failure.empty()) {
     self->receive(
         [&](progress_atom, const progress_report& r) {
+          if (r.worker < 0 || r.worker >= job.workers) return;
+          auto& p = progress[static_cast<std::size_t>(r.worker)];
+          if (!p.alive) return;
           out.samples += r.samples;
           loss_sum += r.loss_sum;
-          if (r.finished) {
-            finished += 1;
-            if (sync) {
-              caf::anon_send(dense_front, leave_atom::value, r.worker);
-              for (auto& f : fronts) caf::anon_send(f, leave_atom::value, r.worker);
-            }
+          out.bytes_sent += r.bytes_sent;
+          out.bytes_received += r.bytes_received;
+          out.bytes_pushed += r.bytes_pushed;
+          p.step = r.step;
+          p.samples += r.samples;
+          if (r.finished && !p.done) {
+            p.done = true;
+            leave(r.worker);
           }
         },
         [&](caf::down_msg& d) {
-          failure = d.reason ? describe_error(d.reason) : "an actor of the job stopped";
+          auto why = d.reason ? describe_error(d.reason) : std::string("it stopped");
+          for (std::size_t w = 0; w < workers.size(); ++w)
+            if (d.source == workers[w].address()) {
+              if (progress[w].alive) reassign(w, "worker " + std::to_string(w) + ": " + why);
+              return;
+            }
+          failure = "a shard went down: " + why;
         },
         caf::after(job.stall_timeout) >>
             [&] {
@@ -236,23 +305,24 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
   }
   out.samples_per_s = out.seconds > 0 ? out.samples / out.seconds : 0;
   out.train_loss = out.samples > 0 ? loss_sum / out.samples : 0;
-  std::int64_t pushes = 0, rows_pulled = 0, bytes = 0;
+  std::int64_t rows_pulled = 0;
   for (auto& t : tables) {
     self->request(t, std::chrono::seconds(60), stats_atom::value)
         .receive([&](table_stats& s) { out.tables.push_back(std::move(s)); },
                  [&](caf::error& err) { failure = describe_error(err); });
   }
   for (auto& s : out.tables) {
-    pushes += s.pushes;
     rows_pulled += s.rows_pulled;
-    bytes += s.bytes_in + s.bytes_out;
     out.rows_held += s.rows_held;
     out.memory_bytes += s.memory_bytes;
   }
-  out.steps = (out.samples + job.batch - 1) / job.batch;
+  for (auto& p : progress) out.steps += p.step;
   if (out.steps > 0) {
     out.rows_per_step = static_cast<double>(rows_pulled) / static_cast<double>(out.steps);
-    out.bytes_per_step = static_cast<double>(bytes) / static_cast<double>(out.steps);
+    auto steps = static_cast<double>(out.steps);
+    out.bytes_per_step = static_cast<double>(out.bytes_sent + out.bytes_received) / steps;
+    out.bytes_sent_per_step = static_cast<double>(out.bytes_sent) / steps;
+    out.bytes_pushed_per_step = static_cast<double>(out.bytes_pushed) / steps;
   }
   if (test.rows > 0 && failure.empty()) {
     try {

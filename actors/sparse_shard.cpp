@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "tensor/codec.hpp"
+
 namespace actrain {
 
 caf::error check_rows(const sparse_shard_config& cfg, std::int32_t worker,
@@ -33,6 +35,21 @@ caf::error check_rows(const sparse_shard_config& cfg, std::int32_t worker,
     return make_error(errc::bad_length, who + std::to_string(base_versions->size()) +
                                             " base versions for " + std::to_string(ids.size()) +
                                             " rows");
+  return caf::none;
+}
+
+caf::error take_row_values(row_gradient& g, int dim) {
+  if (g.half_values.empty()) return caf::none;
+  auto want = g.ids.size() * static_cast<std::size_t>(dim);
+  if (!g.values.empty() || g.half_values.size() != want)
+    return make_error(errc::bad_length,
+                      "row gradient from worker " + std::to_string(g.worker) + ": " +
+                          std::to_string(g.half_values.size()) + " half-precision values for " +
+                          std::to_string(g.ids.size()) + " rows of " + std::to_string(dim) +
+                          (g.values.empty() ? "" : ", and float values too"));
+  g.values.resize(want);
+  decode_half(g.half_values.data(), want, g.values.data());
+  g.half_values.clear();
   return caf::none;
 }
 
@@ -68,6 +85,11 @@ sparse_shard_actor::behavior_type sparse_shard(
       },
       [self](push_atom, row_gradient& g) -> caf::result<push_ack> {
         auto& st = self->state;
+        auto payload = g.ids.size() * 16 + g.values.size() * 4 + g.half_values.size() * 2;
+        if (auto err = take_row_values(g, st.cfg.table.dim)) {
+          st.stats.rejected += 1;
+          return err;
+        }
         if (auto err = check_rows(st.cfg, g.worker, g.ids, &g.values, &g.base_versions)) {
           st.stats.rejected += 1;
           return err;
@@ -77,7 +99,7 @@ sparse_shard_actor::behavior_type sparse_shard(
         st.stats.version += 1;
         st.stats.pushes += 1;
         st.stats.rows_pushed += static_cast<std::int64_t>(n);
-        st.stats.bytes_in += static_cast<std::int64_t>(n * 16 + g.values.size() * 4);
+        st.stats.bytes_in += static_cast<std::int64_t>(payload);
         st.staleness_sum += static_cast<double>(stale);
         auto mean_row_staleness = n > 0 ? stale / static_cast<std::int64_t>(n) : 0;
         return push_ack{st.stats.version, mean_row_staleness, true};

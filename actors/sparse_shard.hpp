@@ -36,6 +36,10 @@ caf::error check_rows(const sparse_shard_config& cfg, std::int32_t worker,
                       const std::vector<std::uint64_t>& ids, const std::vector<float>* values,
                       const std::vector<std::int64_t>* base_versions);
 
+/// Decodes fp16 row values (half_values) into g.values; an error when both are set or the count
+/// is not ids x dim. Shards and barriers call it before reading values.
+caf::error take_row_values(row_gradient& g, int dim);
+
 sparse_shard_actor::behavior_type sparse_shard(
     sparse_shard_actor::stateful_pointer<sparse_shard_state> self, sparse_shard_config cfg);
 

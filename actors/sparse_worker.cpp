@@ -1,8 +1,11 @@
 #include "actors/sparse_worker.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
+
+#include "tensor/codec.hpp"
 
 namespace actrain {
 
@@ -97,6 +100,7 @@ void fetch(self_ptr self, int b, std::int64_t step) {
     row_request r{st.cfg.id, step, {}};
     r.ids.reserve(s.by_shard[t].size());
     for (auto slot : s.by_shard[t]) r.ids.push_back(s.unique[slot]);
+    st.pending.bytes_sent += static_cast<std::int64_t>(r.ids.size() * 8);
     self->request(st.assignment.tables[t], caf::infinite, pull_atom::value, std::move(r))
         .then(
             [self, b, t, step, dim](row_block& rb) {
@@ -113,6 +117,8 @@ void fetch(self_ptr self, int b, std::int64_t step) {
                                           std::to_string(slots.size()) + " rows"));
                 return;
               }
+              st.pending.bytes_received +=
+                  static_cast<std::int64_t>(rb.values.size() * 4 + rb.row_versions.size() * 8);
               for (std::size_t i = 0; i < slots.size(); ++i) {
                 std::copy_n(&rb.values[i * dim], dim, &s.gathered[slots[i] * dim]);
                 s.base[slots[i]] = rb.row_versions[i];
@@ -135,6 +141,7 @@ void fetch(self_ptr self, int b, std::int64_t step) {
               return;
             }
             s.dense.assign(w.values.data(), w.values.data() + w.values.size());
+            st.pending.bytes_received += static_cast<std::int64_t>(w.values.size() * 4);
             s.dense_version = w.version;
             if (--s.pending == 0) try_compute(self);
           },
@@ -171,11 +178,48 @@ void on_ack(self_ptr self, std::size_t shard, const push_ack& ack) {
   maybe_finish(self);
 }
 
+/// Marks the rows of step s to send (all of them, or topk's selection) and keeps topk's
+/// residuals: a row's gradient plus what it had not sent yet either goes out whole or waits.
+void select_rows(sparse_worker_state& st, const sparse_step& s) {
+  st.send.assign(s.unique.size(), 1);
+  if (st.cfg.compression != "topk") return;
+  auto dim = static_cast<std::size_t>(st.cfg.table.dim);
+  std::vector<float> norms(s.unique.size());
+  for (std::size_t slot = 0; slot < s.unique.size(); ++slot) {
+    float* g = &st.row_grad[slot * dim];
+    auto it = st.residual.find(s.unique[slot]);
+    if (it != st.residual.end())
+      for (std::size_t c = 0; c < dim; ++c) g[c] += it->second[c];
+    double n2 = 0;
+    for (std::size_t c = 0; c < dim; ++c) n2 += static_cast<double>(g[c]) * g[c];
+    norms[slot] = static_cast<float>(n2);
+  }
+  auto k = static_cast<std::size_t>(
+      std::ceil(st.cfg.topk_fraction * static_cast<double>(s.unique.size())));
+  std::fill(st.send.begin(), st.send.end(), 0);
+  for (auto slot : top_k(norms, std::max<std::size_t>(1, k))) st.send[slot] = 1;
+  for (std::size_t slot = 0; slot < s.unique.size(); ++slot) {
+    auto id = s.unique[slot];
+    if (st.send[slot]) {
+      st.residual.erase(id);
+    } else {
+      auto& r = st.residual[id];
+      r.assign(&st.row_grad[slot * dim], &st.row_grad[slot * dim] + dim);
+    }
+  }
+}
+
 void compute_and_push(self_ptr self, int b) {
   auto& st = self->state;
   auto t0 = self->clock().now();
   auto& s = st.buf[b];
   auto this_step = s.step;
+  if (st.cfg.fail_after_steps >= 0 && this_step >= st.cfg.fail_after_steps) {
+    self->quit(make_error(errc::compute_failed, "sparse worker " + std::to_string(st.cfg.id) +
+                                                    ": injected fault at step " +
+                                                    std::to_string(this_step)));
+    return;
+  }
   st.step = this_step + 1;
   // The other buffer reads and pulls the next batch while this one computes.
   st.fetching = 1 - b;
@@ -188,6 +232,7 @@ void compute_and_push(self_ptr self, int b) {
                       s.y.data(),     s.unique.size()};
   auto ls = st.net->forward_backward(s.dense.data(), s.gathered.data(), v, st.dense_grad.data(),
                                      st.row_grad.data());
+  select_rows(st, s);
   auto shards = st.assignment.tables.size();
   for (std::size_t t = 0; t < shards; ++t) {
     auto& slots = s.by_shard[t];
@@ -198,18 +243,31 @@ void compute_and_push(self_ptr self, int b) {
     g.rows = s.rows;
     g.ids.reserve(slots.size());
     g.base_versions.reserve(slots.size());
-    g.values.resize(slots.size() * dim);
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-      g.ids.push_back(s.unique[slots[i]]);
-      g.base_versions.push_back(s.base[slots[i]]);
-      std::copy_n(&st.row_grad[slots[i] * dim], dim, &g.values[i * dim]);
+    g.values.reserve(slots.size() * dim);
+    for (auto slot : slots) {
+      if (!st.send[slot]) continue;
+      g.ids.push_back(s.unique[slot]);
+      g.base_versions.push_back(s.base[slot]);
+      g.values.insert(g.values.end(), &st.row_grad[slot * dim], &st.row_grad[slot * dim] + dim);
     }
+    if (st.cfg.compression == "fp16") {
+      g.half_values.resize(g.values.size());
+      encode_half(g.values.data(), g.values.size(), g.half_values.data());
+      g.values.clear();
+    }
+    // Sent even when empty (topk may select no row of this shard): a barrier counts arrivals.
+    auto bytes = static_cast<std::int64_t>(g.ids.size() * 16 + g.values.size() * 4 +
+                                           g.half_values.size() * 2);
+    st.pending.bytes_sent += bytes;
+    st.pending.bytes_pushed += bytes;
     st.in_flight[t] += 1;
     self->request(st.assignment.tables[t], caf::infinite, push_atom::value, std::move(g))
         .then([self, t](push_ack& ack) { on_ack(self, t, ack); },
               [self](caf::error& err) { self->quit(err); });
   }
   gradient dg{st.cfg.id, this_step, s.dense_version, s.rows, tensor(st.dense_grad)};
+  st.pending.bytes_sent += static_cast<std::int64_t>(st.dense_grad.size() * 4);
+  st.pending.bytes_pushed += static_cast<std::int64_t>(st.dense_grad.size() * 4);
   st.in_flight[shards] += 1;
   self->request(st.assignment.dense, caf::infinite, push_atom::value, std::move(dg))
       .then([self, shards](push_ack& ack) { on_ack(self, shards, ack); },
@@ -251,23 +309,25 @@ sparse_worker_actor::behavior_type sparse_worker(
   return {
       [self](assign_atom, sparse_assignment& a) {
         auto& st = self->state;
-        if (st.net) {
-          self->quit(make_error(errc::bad_config,
-                                "sparse worker " + std::to_string(st.cfg.id) + ": assigned twice"));
-          return;
+        // A second assignment adds rows (a lost worker's) to the same shards.
+        bool first = !st.net;
+        if (first) {
+          st.assignment = a;
+          st.net = make_sparse_model(st.cfg.model);
+          st.in_flight.assign(st.assignment.tables.size() + 1, 0);
         }
-        st.assignment = std::move(a);
-        st.net = make_sparse_model(st.cfg.model);
-        st.in_flight.assign(st.assignment.tables.size() + 1, 0);
-        for (auto& r : st.assignment.rows) {
+        for (auto& r : a.rows) {
           sparse_worker_state::range_walk w;
           w.rows = r;
-          w.epochs_left = st.assignment.epochs;
+          w.epochs_left = a.epochs;
           w.order.resize(static_cast<std::size_t>(r.end - r.begin));
           std::iota(w.order.begin(), w.order.end(), r.begin);
           if (st.cfg.shuffle) std::shuffle(w.order.begin(), w.order.end(), st.rng);
           if (!w.order.empty()) st.work.push_back(std::move(w));
         }
+        if (!first && !st.out_of_work) return;  // still walking earlier rows: these follow
+        st.out_of_work = false;
+        st.finished_reported = false;
         if (!start_next(self)) maybe_finish(self);
       },
       [self](stop_atom) { self->quit(); },

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,13 @@ struct sparse_worker_config {
   /// Pull and push every row of the table each step, as a dense parameter server would (the
   /// baseline the sparse path is measured against). For small tables only.
   bool whole_table = false;
+  /// How row gradients travel: "none" (float32), "fp16" (half precision), "topk" (only the
+  /// topk_fraction of the step's rows with the largest gradient norm; the rest is kept and added
+  /// to the row's next gradient: error feedback).
+  std::string compression = "none";
+  double topk_fraction = 0.01;
+  /// Fault injection (tests, chaos runs): >= 0 makes the worker fail at that step.
+  std::int64_t fail_after_steps = -1;
 };
 
 /// One mini-batch with its gathered rows: filled by the reader, then by the replies.
@@ -69,6 +77,9 @@ struct sparse_worker_state {
   std::vector<int> in_flight;  ///< pushes outstanding per table shard; last: the dense shard
   std::unordered_map<std::uint64_t, std::uint32_t> dedup;
   std::vector<float> dense_grad, row_grad;
+  /// topk: per row id, the gradient not sent yet (error feedback); only rows touched and unsent.
+  std::unordered_map<std::uint64_t, std::vector<float>> residual;
+  std::vector<char> send;  ///< per slot of the step being pushed: selected by topk
   bool out_of_work = false;
   bool finished_reported = false;
   progress_report pending;

@@ -37,7 +37,9 @@ app_config::app_config() {
       .add<double>("straggler-delay", "stragglers: extra seconds per step")
       .add<double>("straggler-jitter", "stragglers: plus uniform [0, jitter) seconds per step")
       .add<double>("simulated-compute", "> 0: seconds of busy time instead of forward/backward")
-      .add<bool>("local-aggregation", "workers of one process push one combined slice per shard");
+      .add<bool>("local-aggregation", "workers of one process push one combined slice per shard")
+      .add<str>("compression", "sparse models: none | fp16 | topk (row gradients)")
+      .add<double>("topk-fraction", "topk: fraction of a step's rows sent (error feedback)");
   opt_group{custom_options_, "model"}
       .add<str>("kind", "linear | softmax | mlp | a registered kind (further keys: its options)")
       .add<std::vector<int64_t>>("hidden", "mlp hidden layer sizes, e.g. [256]")

@@ -59,6 +59,8 @@ sparse_job sparse_job_from_config(const app_config& cfg) {
   j.epochs = i64(cfg, "job.epochs", j.epochs);
   j.seed = nonneg(i64(cfg, "job.seed", static_cast<std::int64_t>(j.seed)), "job.seed");
   j.window = i32(cfg, "job.window", j.window);
+  j.compression = str(cfg, "job.compression", j.compression);
+  j.topk_fraction = f64(cfg, "job.topk-fraction", j.topk_fraction);
   j.optim.kind = str(cfg, "optim.kind", j.optim.kind);
   j.optim.lr = static_cast<float>(f64(cfg, "optim.lr", j.optim.lr));
   j.optim.weight_decay = static_cast<float>(f64(cfg, "optim.weight-decay", j.optim.weight_decay));
@@ -163,7 +165,9 @@ int sparse_train(app_config& cfg, std::ostream& out, std::ostream& err) {
   }
   out << std::setprecision(6) << "tables: " << r.rows_held << " rows held ("
       << r.memory_bytes / (1 << 20) << " MiB), " << static_cast<long>(r.rows_per_step)
-      << " rows and " << static_cast<long>(r.bytes_per_step) << " bytes per step";
+      << " rows and " << static_cast<long>(r.bytes_per_step) << " bytes per step ("
+      << static_cast<long>(r.bytes_pushed_per_step) << " of gradients pushed, " << job.compression
+      << ")";
   if (!r.tables.empty() && !r.tables.front().hot_ids.empty()) {
     out << ", hottest ids:";
     for (std::size_t i = 0; i < std::min<std::size_t>(5, r.tables.front().hot_ids.size()); ++i)

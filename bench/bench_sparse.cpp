@@ -143,29 +143,56 @@ int bench_sparse(const std::vector<std::string>& args) {
   doc << "### Accuracy against the ground truth (" << o.rows << " training rows, " << o.test_rows
       << " test rows; ground truth: test AUC " << fmt(big.truth_auc, 4) << ", log loss "
       << fmt(big.truth_log_loss, 4) << ")\n\n"
-      << "| model | rule | mode | workers x shards | test AUC | AUC - truth | log loss | samples/s "
-         "| rows / step | bytes / step | rows held |\n"
-      << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+      << "| model | rule | mode | compression | workers x shards | test AUC | AUC - truth | log "
+         "loss | samples/s | rows / step | bytes / step | gradient bytes / step | rows held |\n"
+      << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   struct run {
-    const char *model, *rule, *mode;
+    const char *model, *rule, *mode, *compression;
+    double fraction;
   };
-  for (auto r : {run{"sparse_lr", "adagrad", "async"}, run{"sparse_lr", "adagrad", "sync"},
-                 run{"sparse_lr", "ftrl", "async"}, run{"fm", "adagrad", "async"}}) {
+  double plain_auc = 0, plain_pushed = 0;
+  std::ostringstream compression_note;
+  for (auto r :
+       {run{"sparse_lr", "adagrad", "async", "none", 0},
+        run{"sparse_lr", "adagrad", "sync", "none", 0},
+        run{"sparse_lr", "adagrad", "async", "fp16", 0},
+        run{"sparse_lr", "adagrad", "async", "topk", 0.01},
+        run{"sparse_lr", "ftrl", "async", "none", 0}, run{"fm", "adagrad", "async", "none", 0}}) {
     auto j = base_job(r.model, r.rule, r.mode, 4, 2);
+    j.compression = r.compression;
+    if (r.fraction > 0) j.topk_fraction = r.fraction;
     auto res = run_sparse_job(sys, j, big.train, big.test);
     if (!res.ok) {
       std::cerr << "actrain bench sparse: " << res.error << "\n";
       return 1;
     }
     std::ostringstream row;
-    row << "| " << describe(j.model) << " | " << r.rule << " | " << r.mode << " | 4 x 2 | "
-        << fmt(res.test_auc, 4) << " | " << fmt(res.test_auc - big.truth_auc, 4) << " | "
-        << fmt(res.test_log_loss, 4) << " | " << fmt(res.samples_per_s, 0) << " | "
+    std::string comp = r.compression;
+    if (comp == "topk") comp += " " + fmt(r.fraction * 100, 0) + "%";
+    row << "| " << describe(j.model) << " | " << r.rule << " | " << r.mode << " | " << comp
+        << " | 4 x 2 | " << fmt(res.test_auc, 4) << " | " << fmt(res.test_auc - big.truth_auc, 4)
+        << " | " << fmt(res.test_log_loss, 4) << " | " << fmt(res.samples_per_s, 0) << " | "
         << fmt(res.rows_per_step, 0) << " | " << fmt(res.bytes_per_step, 0) << " | "
-        << res.rows_held << " |\n";
+        << fmt(res.bytes_pushed_per_step, 0) << " | " << res.rows_held << " |\n";
+    std::string mode = r.mode, rule = r.rule, model = r.model;
+    if (model == "sparse_lr" && rule == "adagrad" && mode == "async") {
+      if (comp == "none") {
+        plain_auc = res.test_auc;
+        plain_pushed = res.bytes_pushed_per_step;
+      } else {
+        compression_note << comp << ": AUC " << fmt(res.test_auc - plain_auc, 4)
+                         << " against uncompressed, sending "
+                         << fmt(100 * res.bytes_pushed_per_step / std::max(plain_pushed, 1e-9), 1)
+                         << "% of its gradient bytes. ";
+      }
+    }
     std::cout << row.str() << std::flush;
     doc << row.str();
   }
+
+  doc << "\nBytes per step: payload bytes a worker sends and receives per step (row ids, row "
+         "versions, values, the dense bias; gradient bytes: its pushes). "
+      << compression_note.str() << "\n";
 
   // (2) speed against PyTorch, same rows, same batch, one worker
   auto small = make_sets(o, o.speed_rows, o.ids_per_field);

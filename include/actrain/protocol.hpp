@@ -124,6 +124,11 @@ struct progress_report {
   /// Rows of batches skipped when a resumed worker replayed its readers to the checkpoint's cut
   /// (trained before the cut: counted, not timed).
   std::int64_t replayed = 0;
+  /// Payload bytes this worker sent and received since the last report (sparse workers: row
+  /// ids, versions and values of their pulls and pushes; 0 where not counted).
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+  std::int64_t bytes_pushed = 0;  ///< the part of bytes_sent that carried gradients
 };
 
 /// What a finished job returns: the coordinator's reply to run_atom.
@@ -197,7 +202,8 @@ struct row_block {
 
 /// Row gradients for one sparse shard: ids.size() x dim floats, computed by `worker` at `step`
 /// from rows of `base_versions` (one per id, from the row_block it pulled). `rows`: samples the
-/// gradient averages over.
+/// gradient averages over. With fp16 compression the values travel as half-precision bit
+/// patterns in `half_values` (and `values` is empty); the shard decodes them before its rule.
 struct row_gradient {
   std::int32_t worker = 0;
   std::int64_t step = 0;
@@ -205,6 +211,7 @@ struct row_gradient {
   std::vector<std::uint64_t> ids;
   std::vector<std::int64_t> base_versions;
   std::vector<float> values;
+  std::vector<std::uint16_t> half_values;
 };
 
 /// A sparse shard's counters: traffic, rows held, memory and the hottest rows.
@@ -261,7 +268,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, progress_report& x) {
   return f(caf::meta::type_name("progress_report"), x.worker, x.step, x.samples,
            wire_bits(x.loss_sum), wire_bits(x.busy_seconds), x.max_staleness, x.finished,
-           x.replayed);
+           x.replayed, x.bytes_sent, x.bytes_received, x.bytes_pushed);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_checkpoint& x) {
@@ -320,7 +327,7 @@ typename Inspector::result_type inspect(Inspector& f, row_block& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, row_gradient& x) {
   return f(caf::meta::type_name("row_gradient"), x.worker, x.step, x.rows, wire_block(x.ids),
-           wire_block(x.base_versions), wire_block(x.values));
+           wire_block(x.base_versions), wire_block(x.values), wire_block(x.half_values));
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, table_stats& x) {

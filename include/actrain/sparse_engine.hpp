@@ -31,6 +31,15 @@ struct sparse_job {
   /// Pull and push the whole table every step (a dense parameter server's traffic), to measure
   /// the sparse path against. Small tables only.
   bool whole_table = false;
+  /// How workers' row gradients travel: "none", "fp16" (half precision: half the value bytes),
+  /// "topk" (per step only the topk_fraction of the rows with the largest gradient norm; every
+  /// other row's gradient is kept on the worker and added to its next one: error feedback).
+  std::string compression = "none";
+  double topk_fraction = 0.01;
+  /// Fault injection (tests, chaos runs): worker `fail_worker` fails at step fail_after_steps;
+  /// its rows go to a survivor.
+  int fail_worker = -1;
+  std::int64_t fail_after_steps = 0;
   /// The job fails when no worker reported for this long.
   std::chrono::milliseconds stall_timeout{60000};
 };
@@ -53,9 +62,18 @@ struct sparse_result {
   double test_accuracy = 0;
   std::vector<table_stats> tables;  ///< per sparse shard, after training
   double rows_per_step = 0;         ///< distinct rows pulled per worker step
-  double bytes_per_step = 0;        ///< row payload bytes in and out of the shards per step
-  std::int64_t rows_held = 0;       ///< rows the shards hold
-  std::int64_t memory_bytes = 0;    ///< the shards' row memory
+  /// Payload bytes (ids, versions, values, dense parameters) workers sent and received, in all
+  /// and per worker step.
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+  std::int64_t bytes_pushed = 0;  ///< the gradients' part of bytes_sent
+  double bytes_per_step = 0;
+  double bytes_sent_per_step = 0;
+  double bytes_pushed_per_step = 0;
+  std::int64_t rows_held = 0;     ///< rows the shards hold
+  std::int64_t memory_bytes = 0;  ///< the shards' row memory
+  /// Workers lost (each one's rows went to a survivor, for the epochs it had not completed).
+  int workers_lost = 0;
 };
 
 /// Runs the job in `sys` (a config passed through prepare_config) and evaluates the trained

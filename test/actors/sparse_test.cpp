@@ -278,6 +278,73 @@ TEST_F(sparse_test, a_factorization_machine_trains_and_the_whole_table_baseline_
   EXPECT_NEAR(sparse.test_auc, whole.test_auc, 1e-6);
 }
 
+TEST_F(sparse_test, fp16_and_topk_with_error_feedback_send_fewer_bytes_and_keep_the_auc) {
+  auto c = small_ctr();
+  auto train = std::make_shared<const sparse_dataset>(c.train.data);
+  auto j = lr_job("async");
+  auto plain = run_sparse_job(*sys, j, train, c.test.data);
+  j.compression = "fp16";
+  auto half = run_sparse_job(*sys, j, train, c.test.data);
+  j.compression = "topk";
+  j.topk_fraction = 0.1;
+  auto topk = run_sparse_job(*sys, j, train, c.test.data);
+  ASSERT_TRUE(plain.ok && half.ok && topk.ok) << plain.error << half.error << topk.error;
+  // Per row pushed: 8 bytes of id, 8 of base version, 4 (float) or 2 (half) of value.
+  // (plus 4 bytes of the dense gradient per step)
+  EXPECT_NEAR(half.bytes_pushed_per_step / plain.bytes_pushed_per_step, 18.0 / 20.0, 0.01);
+  EXPECT_LT(topk.bytes_pushed_per_step, 0.11 * plain.bytes_pushed_per_step);
+  EXPECT_GT(topk.bytes_pushed_per_step, 0.09 * plain.bytes_pushed_per_step);
+  EXPECT_NEAR(half.test_auc, plain.test_auc, 0.002);
+  EXPECT_NEAR(topk.test_auc, plain.test_auc, 0.01);
+  // Without error feedback the unsent 90% would be lost: the residual is what keeps the AUC.
+  EXPECT_GT(topk.test_auc, c.truth_auc - 0.02);
+}
+
+TEST_F(sparse_test, a_lost_worker_s_rows_go_to_a_survivor_and_the_job_completes) {
+  auto c = small_ctr();
+  auto train = std::make_shared<const sparse_dataset>(c.train.data);
+  for (const char* mode : {"async", "sync"}) {
+    SCOPED_TRACE(mode);
+    auto j = lr_job(mode);
+    j.fail_worker = 1;
+    j.fail_after_steps = 300;  // of about 521 per epoch: in its first epoch
+    auto r = run_sparse_job(*sys, j, train, c.test.data);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.workers_lost, 1);
+    // Its 300 steps were trained, and then its whole range again for both epochs.
+    EXPECT_GE(r.samples, 2 * c.spec.rows);
+    EXPECT_NEAR(r.test_auc, c.truth_auc, 0.01);
+  }
+  auto j = lr_job("async");
+  j.workers = 1;
+  j.fail_worker = 0;
+  j.fail_after_steps = 5;
+  auto r = run_sparse_job(*sys, j, train, c.test.data);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("every worker was lost; the last: worker 0: "), std::string::npos)
+      << r.error;
+  EXPECT_NE(r.error.find("injected fault at step 5"), std::string::npos) << r.error;
+}
+
+TEST_F(sparse_test, malformed_half_values_are_refused) {
+  sparse_shard_config sc;
+  sc.table = small_table();
+  auto s = sys->spawn(sparse_shard, sc);
+  row_gradient g;
+  g.ids = {1};
+  g.base_versions = {0};
+  g.half_values = {0x3c00, 0x3c00};  // 2 values for a row of 3
+  EXPECT_NE(describe_error(ask_error(s, g)).find("2 half-precision values for 1 rows of 3"),
+            std::string::npos);
+  g.half_values = {0x3c00, 0x3c00, 0x7c00};  // +infinity
+  EXPECT_NE(describe_error(ask_error(s, g)).find("NaN or infinity"), std::string::npos);
+  g.half_values = {0x3c00, 0x3c00, 0x3c00};
+  g.values = {1, 1, 1};
+  EXPECT_NE(describe_error(ask_error(s, g)).find("float values too"), std::string::npos);
+  EXPECT_EQ(ask(s, stats_atom::value).version, 0);
+  caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+}
+
 TEST_F(sparse_test, an_id_outside_the_table_is_refused_before_training) {
   auto c = small_ctr();
   auto j = lr_job("async");
