@@ -70,6 +70,36 @@ void check_data(const sparse_job& j, const sparse_dataset& d, const char* which)
     throw std::invalid_argument(std::string(which) + " data: offsets or labels do not match rows");
 }
 
+observe::table_status table_status_of(const table_stats& t) {
+  observe::table_status x;
+  x.name = "table-" + std::to_string(t.shard);
+  x.node = "local";
+  x.rows_held = t.rows_held;
+  x.evicted = t.evicted;
+  x.memory_bytes = t.memory_bytes;
+  x.pulls = t.pulls;
+  x.pushes = t.pushes;
+  x.rows_pulled = t.rows_pulled;
+  x.rows_pushed = t.rows_pushed;
+  x.rejected = t.rejected;
+  x.bytes_in = t.bytes_in;
+  x.bytes_out = t.bytes_out;
+  x.mean_staleness = t.mean_staleness;
+  x.hot_ids = t.hot_ids;
+  x.hot_counts = t.hot_counts;
+  return x;
+}
+
+/// Every table shard's stats (a failed request leaves its entry out).
+std::vector<table_stats> gather_stats(caf::scoped_actor& self,
+                                      const std::vector<sparse_shard_actor>& tables) {
+  std::vector<table_stats> out;
+  for (auto& t : tables)
+    self->request(t, std::chrono::seconds(10), stats_atom::value)
+        .receive([&](table_stats& s) { out.push_back(std::move(s)); }, [](caf::error&) {});
+  return out;
+}
+
 }  // namespace
 
 std::vector<float> predict_sparse(caf::actor_system& sys, const sparse_job& job,
@@ -256,6 +286,66 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
     progress[to].done = false;
     self->send(workers[to], assign_atom::value, std::move(a));
   };
+  auto last_report = std::chrono::steady_clock::now();
+  auto next_tick = last_report + job.tick;
+  auto wait = job.hub ? std::min<caf::timespan>(job.tick, job.stall_timeout) : job.stall_timeout;
+  std::int64_t tick_samples = 0;
+  double tick_loss = 0;
+  auto tick_start = std::chrono::steady_clock::now();
+  double recent_loss = 0;
+  /// The run's state into job.hub: counts from the reports, the tables' stats asked for now.
+  auto publish = [&](bool finished) {
+    auto now = std::chrono::steady_clock::now();
+    auto elapsed = std::chrono::duration<double>(now - start).count();
+    auto span = std::chrono::duration<double>(now - tick_start).count();
+    if (tick_samples > 0) recent_loss = tick_loss / static_cast<double>(tick_samples);
+    double rate = span > 0 ? tick_samples / span : 0;
+    tick_samples = 0;
+    tick_loss = 0;
+    tick_start = now;
+    auto stats = gather_stats(self, tables);
+    std::int64_t steps = 0;
+    for (auto& p : progress) steps += p.step;
+    job.hub->update([&](observe::run_snapshot& snap) {
+      snap.job = describe(job.model);
+      snap.mode = job.mode;
+      snap.epochs = job.epochs;
+      snap.samples = out.samples;
+      snap.samples_per_epoch = train->rows;
+      snap.epoch = train->rows > 0 ? out.samples / train->rows : 0;
+      snap.step = steps;
+      snap.elapsed_s = elapsed;
+      snap.samples_per_s = rate;
+      snap.train_loss = recent_loss;
+      snap.finished = finished;
+      auto total = static_cast<double>(train->rows * job.epochs);
+      snap.eta_s = out.samples > 0 ? elapsed * (total - static_cast<double>(out.samples)) /
+                                         static_cast<double>(out.samples)
+                                   : 0;
+      if (snap.eta_s < 0) snap.eta_s = 0;
+      snap.workers.clear();
+      for (std::size_t w = 0; w < progress.size(); ++w) {
+        observe::worker_status ws;
+        ws.name = "worker-" + std::to_string(w);
+        ws.node = "local";
+        ws.step = progress[w].step;
+        ws.samples = progress[w].samples;
+        ws.state = !progress[w].alive ? "lost" : progress[w].done ? "finished" : "computing";
+        snap.workers.push_back(ws);
+      }
+      snap.tables.clear();
+      std::int64_t rows_pulled = 0;
+      for (auto& t : stats) {
+        snap.tables.push_back(table_status_of(t));
+        rows_pulled += t.rows_pulled;
+      }
+      if (steps > 0) {
+        snap.rows_per_step = static_cast<double>(rows_pulled) / static_cast<double>(steps);
+        snap.bytes_per_push = static_cast<double>(out.bytes_pushed) / static_cast<double>(steps);
+      }
+    });
+    job.hub->add_curve_point({elapsed, out.samples, recent_loss, std::nan(""), std::nan(""), rate});
+  };
   while (running() && failure.empty()) {
     self->receive(
         [&](progress_atom, const progress_report& r) {
@@ -269,6 +359,9 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
           out.bytes_pushed += r.bytes_pushed;
           p.step = r.step;
           p.samples += r.samples;
+          tick_samples += r.samples;
+          tick_loss += r.loss_sum;
+          last_report = std::chrono::steady_clock::now();
           if (r.finished && !p.done) {
             p.done = true;
             leave(r.worker);
@@ -283,11 +376,14 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
             }
           failure = "a shard went down: " + why;
         },
-        caf::after(job.stall_timeout) >>
-            [&] {
-              failure =
-                  "no worker reported for " + std::to_string(job.stall_timeout.count()) + " ms";
-            });
+        caf::after(wait) >> [] {});
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_report > job.stall_timeout)
+      failure = "no worker reported for " + std::to_string(job.stall_timeout.count()) + " ms";
+    if (job.hub && now >= next_tick) {
+      next_tick = now + job.tick;
+      publish(false);
+    }
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.cpu_seconds = process_cpu_seconds() - cpu_start;
@@ -336,6 +432,15 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
     } catch (const std::exception& e) {
       failure = e.what();
     }
+  }
+  if (job.hub && failure.empty()) {
+    publish(true);
+    job.hub->update([&](observe::run_snapshot& snap) {
+      snap.test_loss = out.test_log_loss;
+      snap.test_accuracy = out.test_accuracy;
+      snap.samples_per_s = out.samples_per_s;
+      snap.train_loss = out.train_loss;
+    });
   }
   stop_all();
   out.ok = failure.empty();

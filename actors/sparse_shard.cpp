@@ -78,6 +78,7 @@ sparse_shard_actor::behavior_type sparse_shard(
         else
           st.rows->pull(r.ids.data(), r.ids.size(), b.values.data(), b.row_versions.data());
         st.stats.pulls += 1;
+        if (r.step < 0) return b;  // evaluation: not training traffic
         st.stats.rows_pulled += static_cast<std::int64_t>(r.ids.size());
         st.stats.bytes_in += static_cast<std::int64_t>(r.ids.size() * 8);
         st.stats.bytes_out += static_cast<std::int64_t>(b.values.size() * 4 + r.ids.size() * 8);

@@ -2,12 +2,15 @@
 
 #include <cstring>
 #include <iomanip>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 
 #include <actrain/data.hpp>
 #include <actrain/errors.hpp>
 #include <actrain/system.hpp>
+#include "observe/http_server.hpp"
 
 namespace actrain {
 
@@ -132,10 +135,12 @@ sparse_job_data load_sparse_data(const app_config& cfg) {
   return out;
 }
 
-int sparse_train(app_config& cfg, std::ostream& out, std::ostream& err) {
+int sparse_train(app_config& cfg, const std::string& http, std::ostream& out, std::ostream& err) {
   sparse_job job;
   sparse_job_data data;
+  std::optional<observe::http_address> http_at;
   try {
+    if (!http.empty()) http_at = observe::parse_http_address(http);
     job = sparse_job_from_config(cfg);
     data = load_sparse_data(cfg);
     if (job.table.rows == 0) job.table.rows = data.train.id_space;
@@ -151,6 +156,15 @@ int sparse_train(app_config& cfg, std::ostream& out, std::ostream& err) {
       << ", batch " << job.batch << ", " << job.epochs << " epoch(s), " << data.train.rows
       << " training rows, " << data.train.nnz() << " entries, table of " << job.table.rows
       << " ids x " << job.table.dim << std::endl;
+  observe::metrics_hub hub;
+  std::unique_ptr<observe::http_server> server;
+  if (http_at) {
+    server = std::make_unique<observe::http_server>(hub, http_at->host, http_at->port);
+    server->start();
+    out << "dashboard: http://" << http_at->host << ":" << server->port()
+        << "/  (metrics: /metrics, status: /status)" << std::endl;
+    job.hub = &hub;
+  }
   sparse_result r;
   try {
     auto train = std::make_shared<const sparse_dataset>(std::move(data.train));
@@ -159,6 +173,7 @@ int sparse_train(app_config& cfg, std::ostream& out, std::ostream& err) {
     err << "actrain train: " << e.what() << "\n";
     return 2;
   }
+  if (server) server->stop();
   if (!r.ok) {
     err << "actrain train: job failed: " << r.error << "\n";
     return 1;

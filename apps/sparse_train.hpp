@@ -27,7 +27,8 @@ sparse_job sparse_job_from_config(const app_config& cfg);
 /// Its data ([data] kind libsvm or synthetic_ctr); throws data_error / std::invalid_argument.
 sparse_job_data load_sparse_data(const app_config& cfg);
 
-/// Runs the job and prints its result line; returns the command's exit code.
-int sparse_train(app_config& cfg, std::ostream& out, std::ostream& err);
+/// Runs the job and prints its result line; `http` ("" = off; host:port) serves /metrics,
+/// /status and the page while it runs. Returns the command's exit code.
+int sparse_train(app_config& cfg, const std::string& http, std::ostream& out, std::ostream& err);
 
 }  // namespace actrain

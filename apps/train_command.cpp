@@ -61,7 +61,7 @@ int train_command(const std::vector<std::string>& argv) {
   }
   if (cfg.cli_helptext_printed) return 0;  // printed what was asked for; no job runs
   if (is_sparse_model_kind(caf::get_or(caf::content(cfg), "model.kind", std::string{})))
-    return sparse_train(cfg, std::cout, std::cerr);
+    return sparse_train(cfg, http, std::cout, std::cerr);
   job_spec job;
   std::shared_ptr<job_data> data;
   std::optional<observe::http_address> http_at;

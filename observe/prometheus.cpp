@@ -174,6 +174,46 @@ std::string prometheus_text(const run_snapshot& s) {
   per_shard("actrain_mailbox_depth", "gauge", "Messages waiting in the shard's mailbox.",
             [](const shard_status& x) { return d(x.mailbox_depth); });
 
+  auto per_table = [&](const char* name, const char* type, const char* help, auto get) {
+    if (s.tables.empty()) return;
+    w.family(name, type, help);
+    for (const auto& x : s.tables) w.sample(name, {{"table", x.name}, {"node", x.node}}, get(x));
+  };
+  per_table("actrain_table_rows", "gauge",
+            "Embedding rows the sparse shard holds (touched, not evicted).",
+            [](const table_status& x) { return d(x.rows_held); });
+  per_table("actrain_table_evicted_total", "counter", "Rows evicted as least recently used.",
+            [](const table_status& x) { return d(x.evicted); });
+  per_table("actrain_table_memory_bytes", "gauge", "Bytes of rows, optimizer state and id map.",
+            [](const table_status& x) { return d(x.memory_bytes); });
+  per_table("actrain_table_rows_pulled_total", "counter", "Rows sent to workers.",
+            [](const table_status& x) { return d(x.rows_pulled); });
+  per_table("actrain_table_rows_pushed_total", "counter", "Row gradients applied.",
+            [](const table_status& x) { return d(x.rows_pushed); });
+  per_table("actrain_table_pushes_total", "counter", "Row pushes applied.",
+            [](const table_status& x) { return d(x.pushes); });
+  per_table("actrain_table_rejected_total", "counter", "Row messages refused by validation.",
+            [](const table_status& x) { return d(x.rejected); });
+  per_table("actrain_table_bytes_received_total", "counter",
+            "Payload bytes of row ids pulled and row gradients pushed to the shard.",
+            [](const table_status& x) { return d(x.bytes_in); });
+  per_table("actrain_table_bytes_sent_total", "counter", "Payload bytes of rows the shard sent.",
+            [](const table_status& x) { return d(x.bytes_out); });
+  per_table("actrain_table_mean_row_staleness", "gauge",
+            "Mean staleness of pushed rows (row version minus the version pulled).",
+            [](const table_status& x) { return x.mean_staleness; });
+  if (!s.tables.empty()) {
+    w.gauge("actrain_rows_per_step", "Distinct embedding rows a worker step touches.",
+            s.rows_per_step);
+    w.gauge("actrain_bytes_per_push", "Gradient payload bytes per worker step.", s.bytes_per_push);
+    w.family("actrain_table_hot_row_traffic", "gauge",
+             "Pulls + pushes of the shard's hottest rows (label id: the row id).");
+    for (const auto& x : s.tables)
+      for (std::size_t i = 0; i < x.hot_ids.size() && i < x.hot_counts.size(); ++i)
+        w.sample("actrain_table_hot_row_traffic",
+                 {{"table", x.name}, {"id", std::to_string(x.hot_ids[i])}}, d(x.hot_counts[i]));
+  }
+
   if (!s.nodes.empty()) {
     w.family("actrain_node_bytes_sent_total", "counter", "Bytes the node sent to other nodes.");
     for (const auto& n : s.nodes)

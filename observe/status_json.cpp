@@ -61,6 +61,29 @@ nlohmann::json status_json(const run_snapshot& s) {
                       {"uncompensated", x.uncompensated}});
   j["shards"] = std::move(shards);
 
+  if (!s.tables.empty()) {
+    json tables = json::array();
+    for (const auto& x : s.tables)
+      tables.push_back({{"name", x.name},
+                        {"node", x.node},
+                        {"rows", x.rows_held},
+                        {"evicted", x.evicted},
+                        {"memory_bytes", x.memory_bytes},
+                        {"pulls", x.pulls},
+                        {"pushes", x.pushes},
+                        {"rows_pulled", x.rows_pulled},
+                        {"rows_pushed", x.rows_pushed},
+                        {"rejected", x.rejected},
+                        {"bytes_in", x.bytes_in},
+                        {"bytes_out", x.bytes_out},
+                        {"mean_staleness", num(x.mean_staleness)},
+                        {"hot_ids", x.hot_ids},
+                        {"hot_counts", x.hot_counts}});
+    j["tables"] = std::move(tables);
+    j["rows_per_step"] = num(s.rows_per_step);
+    j["bytes_per_push"] = num(s.bytes_per_push);
+  }
+
   json nodes = json::array();
   for (const auto& n : s.nodes)
     nodes.push_back(

@@ -44,6 +44,25 @@ struct shard_status {
   std::int64_t uncompensated = 0;  ///< stale pushes its delay compensation could not correct
 };
 
+/// One sparse shard of an embedding table.
+struct table_status {
+  std::string name;  ///< e.g. "table-0"
+  std::string node;
+  std::int64_t rows_held = 0;  ///< rows created (touched) and not evicted
+  std::int64_t evicted = 0;
+  std::int64_t memory_bytes = 0;
+  std::int64_t pulls = 0;
+  std::int64_t pushes = 0;
+  std::int64_t rows_pulled = 0;
+  std::int64_t rows_pushed = 0;
+  std::int64_t rejected = 0;
+  std::int64_t bytes_in = 0;           ///< payload bytes of the pulls' ids and of pushes received
+  std::int64_t bytes_out = 0;          ///< payload bytes of rows sent
+  double mean_staleness = 0;           ///< per pushed row
+  std::vector<std::uint64_t> hot_ids;  ///< most pulled + pushed rows, most first
+  std::vector<std::int64_t> hot_counts;
+};
+
 /// Bytes a node moved over the network (BASP), totals since start.
 struct node_traffic {
   std::string node;
@@ -80,6 +99,9 @@ struct run_snapshot {
   std::vector<worker_status> workers;
   std::vector<shard_status> shards;
   std::vector<node_traffic> nodes;
+  std::vector<table_status> tables;  ///< sparse jobs: the embedding table's shards
+  double rows_per_step = 0;          ///< sparse jobs: distinct rows a worker step touches
+  double bytes_per_push = 0;         ///< sparse jobs: gradient payload bytes per worker push
   /// staleness value -> number of applied pushes with exactly that staleness.
   std::map<std::int64_t, std::int64_t> staleness_histogram;
   std::int64_t dropped_late = 0;  ///< late gradients dropped, whole job

@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 
 #include <actrain/protocol.hpp>
+#include <actrain/run_state.hpp>
 #include <actrain/sparse.hpp>
 #include <actrain/sparse_data.hpp>
 
@@ -42,6 +43,11 @@ struct sparse_job {
   std::int64_t fail_after_steps = 0;
   /// The job fails when no worker reported for this long.
   std::chrono::milliseconds stall_timeout{60000};
+  /// When set, the driver publishes the run's state there every `tick` (workers, table shards
+  /// with their rows, traffic and hottest rows, rows per step, bytes per push; the HTTP
+  /// endpoint's /metrics and /status read it) and the final test metrics at the end. Not owned.
+  observe::metrics_hub* hub = nullptr;
+  std::chrono::milliseconds tick{1000};
 };
 /// Throws std::invalid_argument naming the bad field.
 void validate(const sparse_job& j);

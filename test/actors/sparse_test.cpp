@@ -10,6 +10,8 @@
 #include <actrain/system.hpp>
 #include "actors/sparse_barrier.hpp"
 #include "actors/sparse_shard.hpp"
+#include "observe/prometheus.hpp"
+#include "observe/status_json.hpp"
 
 namespace actrain {
 namespace {
@@ -324,6 +326,41 @@ TEST_F(sparse_test, a_lost_worker_s_rows_go_to_a_survivor_and_the_job_completes)
   EXPECT_NE(r.error.find("every worker was lost; the last: worker 0: "), std::string::npos)
       << r.error;
   EXPECT_NE(r.error.find("injected fault at step 5"), std::string::npos) << r.error;
+}
+
+TEST_F(sparse_test, the_run_state_shows_tables_rows_per_step_and_hot_rows) {
+  auto c = small_ctr();
+  auto train = std::make_shared<const sparse_dataset>(c.train.data);
+  observe::metrics_hub hub;
+  auto j = lr_job("async");
+  j.epochs = 1;
+  j.hub = &hub;
+  j.tick = std::chrono::milliseconds(20);
+  auto r = run_sparse_job(*sys, j, train, c.test.data);
+  ASSERT_TRUE(r.ok) << r.error;
+  auto snap = hub.snapshot();
+  EXPECT_TRUE(snap.finished);
+  EXPECT_EQ(snap.samples, c.spec.rows);
+  ASSERT_EQ(snap.tables.size(), 2u);
+  std::int64_t held = 0;
+  for (auto& t : snap.tables) held += t.rows_held;
+  EXPECT_EQ(held, r.rows_held);
+  EXPECT_NEAR(snap.rows_per_step, r.rows_per_step, 1e-9);
+  EXPECT_NEAR(snap.bytes_per_push, r.bytes_pushed_per_step, 1e-9);
+  // The most frequent value of field 0 (rank 0: id 0) is among the hottest rows of its shard.
+  auto& t0 = snap.tables[static_cast<std::size_t>(table_shard_of(j.table, 2, 0))];
+  ASSERT_FALSE(t0.hot_ids.empty());
+  EXPECT_NE(std::find(t0.hot_ids.begin(), t0.hot_ids.end(), 0u), t0.hot_ids.end());
+  EXPECT_EQ(snap.workers.size(), 3u);
+  EXPECT_FALSE(snap.curve.empty());
+  auto text = observe::prometheus_text(snap);
+  EXPECT_NE(text.find("actrain_table_rows{table=\"table-0\""), std::string::npos);
+  EXPECT_NE(text.find("actrain_table_hot_row_traffic{table="), std::string::npos);
+  EXPECT_NE(text.find("actrain_rows_per_step "), std::string::npos);
+  auto json = observe::status_json(snap);
+  ASSERT_TRUE(json.contains("tables"));
+  EXPECT_EQ(json["tables"].size(), 2u);
+  EXPECT_EQ(json["tables"][0]["rows"].get<std::int64_t>(), snap.tables[0].rows_held);
 }
 
 TEST_F(sparse_test, malformed_half_values_are_refused) {

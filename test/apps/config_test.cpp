@@ -207,7 +207,7 @@ TEST(config_test, a_sparse_job_reads_its_groups_and_trains_through_the_command) 
   EXPECT_FLOAT_EQ(job.optim.l1, 1e-5f);
   EXPECT_EQ(job.mode, "sync");
   std::ostringstream out, err;
-  ASSERT_EQ(sparse_train(cfg, out, err), 0) << err.str();
+  ASSERT_EQ(sparse_train(cfg, "", out, err), 0) << err.str();
   EXPECT_NE(out.str().find("result: test AUC 0."), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("(ground truth: AUC 0."), std::string::npos) << out.str();
   std::remove(path.c_str());
@@ -220,7 +220,7 @@ TEST(config_test, a_sparse_job_refuses_bad_data_and_options_by_name) {
   app_config cfg;
   ASSERT_EQ(load_app_config(cfg, {"--config", path}), "");
   std::ostringstream out, err;
-  EXPECT_EQ(sparse_train(cfg, out, err), 2);
+  EXPECT_EQ(sparse_train(cfg, "", out, err), 2);
   EXPECT_NE(err.str().find(bad + ":2:"), std::string::npos) << err.str();
   app_config cfg2;
   ASSERT_EQ(load_app_config(cfg2, {"--config", path, "--model.width=3"}), "");
@@ -228,7 +228,7 @@ TEST(config_test, a_sparse_job_refuses_bad_data_and_options_by_name) {
   app_config cfg3;
   ASSERT_EQ(load_app_config(cfg3, {"--config", path, "--data.kind=\"csv\""}), "");
   std::ostringstream out3, err3;
-  EXPECT_EQ(sparse_train(cfg3, out3, err3), 2);
+  EXPECT_EQ(sparse_train(cfg3, "", out3, err3), 2);
   EXPECT_NE(err3.str().find("sparse models read"), std::string::npos) << err3.str();
   std::remove(bad.c_str());
   std::remove(path.c_str());
