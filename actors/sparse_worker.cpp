@@ -189,7 +189,7 @@ void select_rows(sparse_worker_state& st, const sparse_step& s) {
     float* g = &st.row_grad[slot * dim];
     auto it = st.residual.find(s.unique[slot]);
     if (it != st.residual.end())
-      for (std::size_t c = 0; c < dim; ++c) g[c] += it->second[c];
+      for (std::size_t c = 0; c < dim; ++c) g[c] += it->second.g[c];
     double n2 = 0;
     for (std::size_t c = 0; c < dim; ++c) n2 += static_cast<double>(g[c]) * g[c];
     norms[slot] = static_cast<float>(n2);
@@ -204,8 +204,40 @@ void select_rows(sparse_worker_state& st, const sparse_step& s) {
       st.residual.erase(id);
     } else {
       auto& r = st.residual[id];
-      r.assign(&st.row_grad[slot * dim], &st.row_grad[slot * dim] + dim);
+      r.g.assign(&st.row_grad[slot * dim], &st.row_grad[slot * dim] + dim);
+      r.base = s.base[slot];
     }
+  }
+}
+
+/// topk: once the assigned rows are done, every gradient still held back goes out (one push per
+/// shard that owns some), so nothing a worker computed is lost at the end.
+void flush_residual(self_ptr self) {
+  auto& st = self->state;
+  if (st.residual.empty()) return;
+  auto shards = st.assignment.tables.size();
+  std::vector<row_gradient> out(shards);
+  for (auto& [id, r] : st.residual) {
+    auto& g =
+        out[static_cast<std::size_t>(table_shard_of(st.cfg.table, static_cast<int>(shards), id))];
+    g.ids.push_back(id);
+    g.base_versions.push_back(r.base);
+    g.values.insert(g.values.end(), r.g.begin(), r.g.end());
+  }
+  st.residual.clear();
+  for (std::size_t t = 0; t < shards; ++t) {
+    auto& g = out[t];
+    if (g.ids.empty()) continue;
+    g.worker = st.cfg.id;
+    g.step = st.step;
+    g.rows = st.cfg.batch;  // a sync barrier weighs it as one more step of this worker
+    auto bytes = static_cast<std::int64_t>(g.ids.size() * 16 + g.values.size() * 4);
+    st.pending.bytes_sent += bytes;
+    st.pending.bytes_pushed += bytes;
+    st.in_flight[t] += 1;
+    self->request(st.assignment.tables[t], caf::infinite, push_atom::value, std::move(g))
+        .then([self, t](push_ack& ack) { on_ack(self, t, ack); },
+              [self](caf::error& err) { self->quit(err); });
   }
 }
 
@@ -278,6 +310,7 @@ void compute_and_push(self_ptr self, int b) {
   st.pending.busy_seconds += std::chrono::duration<double>(self->clock().now() - t0).count();
   if (st.step % st.cfg.report_every == 0) report(self, false);
   if (!st.cfg.prefetch) start_next(self);
+  if (st.out_of_work) flush_residual(self);
 }
 
 void try_compute(self_ptr self) {

@@ -77,8 +77,13 @@ struct sparse_worker_state {
   std::vector<int> in_flight;  ///< pushes outstanding per table shard; last: the dense shard
   std::unordered_map<std::uint64_t, std::uint32_t> dedup;
   std::vector<float> dense_grad, row_grad;
-  /// topk: per row id, the gradient not sent yet (error feedback); only rows touched and unsent.
-  std::unordered_map<std::uint64_t, std::vector<float>> residual;
+  /// topk: per row id, the gradient not sent yet (error feedback) and the row version it was
+  /// last pulled at; only rows touched and unsent. Flushed when the worker runs out of work.
+  struct unsent_row {
+    std::vector<float> g;
+    std::int64_t base = 0;
+  };
+  std::unordered_map<std::uint64_t, unsent_row> residual;
   std::vector<char> send;  ///< per slot of the step being pushed: selected by topk
   bool out_of_work = false;
   bool finished_reported = false;
