@@ -157,36 +157,75 @@ std::vector<float> predict_sparse(caf::actor_system& sys, const sparse_job& job,
   return logits;
 }
 
-sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
-                             std::shared_ptr<const sparse_dataset> train,
-                             const sparse_dataset& test) {
-  if (job.table.rows == 0) job.table.rows = std::max(train->id_space, test.id_space);
+void prepare_sparse_job(sparse_job& job, std::int64_t train_rows, std::uint64_t id_space) {
+  if (job.table.rows == 0) job.table.rows = id_space;
   job.table.dim = sparse_model_dim(job.model);
   validate(job);
-  check_data(job, *train, "training");
-  check_data(job, test, "test");
-  if (train->rows < job.workers)
+  if (train_rows < job.workers)
     throw std::invalid_argument("job.workers: " + std::to_string(job.workers) + " workers for " +
-                                std::to_string(train->rows) + " training rows");
-  sparse_result out;
-  caf::scoped_actor self{sys};
+                                std::to_string(train_rows) + " training rows");
+}
+
+shard_actor spawn_dense_shard(caf::actor_system& sys, const sparse_job& job) {
   auto net = make_sparse_model(job.model);
-  // The dense parameters: one ordinary shard (a barrier in front of it in sync mode).
   shard_config dc;
   dc.index = 0;
   dc.init.resize(net->num_dense());
   net->init_dense(dc.init.data(), job.seed);
   dc.optim = dense_rule(job.optim);
-  auto dense = spawn_shard(sys, std::move(dc));
+  return spawn_shard(sys, std::move(dc));
+}
+
+sparse_shard_actor spawn_sparse_shard(caf::actor_system& sys, const sparse_job& job,
+                                      std::int32_t index) {
+  sparse_shard_config c;
+  c.index = index;
+  c.shards = job.shards;
+  c.table = job.table;
+  c.optim = job.optim;
+  return sys.spawn(sparse_shard, std::move(c));
+}
+
+sparse_worker_actor spawn_sparse_worker(caf::actor_system& sys, const sparse_job& job,
+                                        std::shared_ptr<const sparse_dataset> train,
+                                        std::int32_t id) {
+  sparse_worker_config wc;
+  wc.id = id;
+  wc.model = job.model;
+  wc.table = job.table;
+  wc.table_shards = job.shards;
+  wc.train = std::move(train);
+  wc.batch = job.batch;
+  wc.seed = job.seed;
+  wc.window = job.window;
+  wc.whole_table = job.whole_table;
+  wc.compression = job.compression;
+  wc.topk_fraction = job.topk_fraction;
+  if (id == job.fail_worker) wc.fail_after_steps = job.fail_after_steps;
+  return sys.spawn<caf::detached>(sparse_worker, std::move(wc));
+}
+
+sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
+                             std::shared_ptr<const sparse_dataset> train,
+                             const sparse_dataset& test) {
+  prepare_sparse_job(job, train->rows, std::max(train->id_space, test.id_space));
+  check_data(job, *train, "training");
+  check_data(job, test, "test");
+  auto dense = spawn_dense_shard(sys, job);
   std::vector<sparse_shard_actor> tables;
-  for (int s = 0; s < job.shards; ++s) {
-    sparse_shard_config c;
-    c.index = s;
-    c.shards = job.shards;
-    c.table = job.table;
-    c.optim = job.optim;
-    tables.push_back(sys.spawn(sparse_shard, std::move(c)));
-  }
+  for (int s = 0; s < job.shards; ++s) tables.push_back(spawn_sparse_shard(sys, job, s));
+  std::vector<sparse_worker_actor> workers;
+  for (int w = 0; w < job.workers; ++w) workers.push_back(spawn_sparse_worker(sys, job, train, w));
+  return drive_sparse_job(sys, job, train->rows, dense, tables, workers, test);
+}
+
+sparse_result drive_sparse_job(caf::actor_system& sys, const sparse_job& job,
+                               std::int64_t train_rows, const shard_actor& dense,
+                               const std::vector<sparse_shard_actor>& tables,
+                               const std::vector<sparse_worker_actor>& workers,
+                               const sparse_dataset& test) {
+  sparse_result out;
+  caf::scoped_actor self{sys};
   shard_actor dense_front = dense;
   std::vector<sparse_shard_actor> fronts = tables;
   bool sync = job.mode == "sync";
@@ -195,35 +234,18 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
     bc.shard = dense;
     bc.mode = "sync";
     bc.workers = job.workers;
-    bc.slice = net->num_dense();
+    bc.slice = make_sparse_model(job.model)->num_dense();
     dense_front = sys.spawn(barrier, std::move(bc));
     for (auto& t : fronts)
       t = sys.spawn(sparse_barrier, sparse_barrier_config{t, job.workers, job.table.dim});
   }
-  std::vector<sparse_worker_actor> workers;
-  for (int w = 0; w < job.workers; ++w) {
-    sparse_worker_config wc;
-    wc.id = w;
-    wc.model = job.model;
-    wc.table = job.table;
-    wc.table_shards = job.shards;
-    wc.train = train;
-    wc.batch = job.batch;
-    wc.seed = job.seed;
-    wc.window = job.window;
-    wc.whole_table = job.whole_table;
-    wc.compression = job.compression;
-    wc.topk_fraction = job.topk_fraction;
-    if (w == job.fail_worker) wc.fail_after_steps = job.fail_after_steps;
-    workers.push_back(sys.spawn<caf::detached>(sparse_worker, std::move(wc)));
-    self->monitor(workers.back());
-  }
+  for (auto& w : workers) self->monitor(w);
   for (auto& t : tables) self->monitor(t);
   self->monitor(dense);
   auto start = std::chrono::steady_clock::now();
   auto cpu_start = process_cpu_seconds();
   for (int w = 0; w < job.workers; ++w) {
-    auto r = shard_range(train->rows, job.workers, w);
+    auto r = shard_range(train_rows, job.workers, w);
     sparse_assignment a;
     a.worker = w;
     a.dense = dense_front;
@@ -244,7 +266,7 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
   };
   std::vector<worker_progress> progress(static_cast<std::size_t>(job.workers));
   for (int w = 0; w < job.workers; ++w) {
-    auto r = shard_range(train->rows, job.workers, w);
+    auto r = shard_range(train_rows, job.workers, w);
     progress[static_cast<std::size_t>(w)].rows = {r.first, r.second};
   }
   auto running = [&] {
@@ -275,6 +297,10 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
       failure = "every worker was lost; the last: " + why;
       return;
     }
+    if (job.on_event)
+      job.on_event(why + "; its rows [" + std::to_string(p.rows.begin) + ", " +
+                   std::to_string(p.rows.end) + ") go to worker " + std::to_string(to) + " for " +
+                   std::to_string(std::max<std::int64_t>(0, epochs_left)) + " epoch(s)");
     if (epochs_left <= 0) return;
     sparse_assignment a;
     a.worker = static_cast<std::int32_t>(to);
@@ -286,6 +312,7 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
     progress[to].done = false;
     self->send(workers[to], assign_atom::value, std::move(a));
   };
+  int reporting = 0;  // workers that reported samples
   auto last_report = std::chrono::steady_clock::now();
   auto next_tick = last_report + job.tick;
   auto wait = job.hub ? std::min<caf::timespan>(job.tick, job.stall_timeout) : job.stall_timeout;
@@ -311,14 +338,14 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
       snap.mode = job.mode;
       snap.epochs = job.epochs;
       snap.samples = out.samples;
-      snap.samples_per_epoch = train->rows;
-      snap.epoch = train->rows > 0 ? out.samples / train->rows : 0;
+      snap.samples_per_epoch = train_rows;
+      snap.epoch = train_rows > 0 ? out.samples / train_rows : 0;
       snap.step = steps;
       snap.elapsed_s = elapsed;
       snap.samples_per_s = rate;
       snap.train_loss = recent_loss;
       snap.finished = finished;
-      auto total = static_cast<double>(train->rows * job.epochs);
+      auto total = static_cast<double>(train_rows * job.epochs);
       snap.eta_s = out.samples > 0 ? elapsed * (total - static_cast<double>(out.samples)) /
                                          static_cast<double>(out.samples)
                                    : 0;
@@ -357,6 +384,8 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
           out.bytes_sent += r.bytes_sent;
           out.bytes_received += r.bytes_received;
           out.bytes_pushed += r.bytes_pushed;
+          if (p.samples == 0 && r.samples > 0 && ++reporting == job.workers && job.on_event)
+            job.on_event("training: every worker has reported progress");
           p.step = r.step;
           p.samples += r.samples;
           tick_samples += r.samples;
@@ -371,7 +400,7 @@ sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
           auto why = d.reason ? describe_error(d.reason) : std::string("it stopped");
           for (std::size_t w = 0; w < workers.size(); ++w)
             if (d.source == workers[w].address()) {
-              if (progress[w].alive) reassign(w, "worker " + std::to_string(w) + ": " + why);
+              if (progress[w].alive) reassign(w, "worker " + std::to_string(w) + " lost: " + why);
               return;
             }
           failure = "a shard went down: " + why;

@@ -1,6 +1,7 @@
 #include "apps/node_command.hpp"
 #include "observe/http_server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -19,6 +20,7 @@
 #include "apps/checkpoint_options.hpp"
 #include "apps/job_config.hpp"
 #include "apps/signal_guard.hpp"
+#include "apps/sparse_train.hpp"
 
 namespace actrain {
 
@@ -113,6 +115,72 @@ class exit_watchdog {
 
 }  // namespace
 
+/// `actrain node` of a sparse job: the same roles, registration and signals as a dense one.
+static int sparse_node(app_config& cfg, node_role role, const cluster_options& opts, sparse_job job,
+                       const std::shared_ptr<sparse_job_data>& data, const std::string& http) {
+  prepare_cluster_config(cfg, opts);
+  auto control = std::make_shared<node_control>();
+  signal_guard guard{[control](int signo) {
+    std::cerr << "actrain node: " << strsignal(signo) << " received, stopping" << std::endl;
+    control->stop(std::string("signal ") + sigabbrev_np(signo));
+  }};
+  exit_watchdog watchdog;
+  caf::actor_system sys{cfg};
+  auto tag = "[" + to_string(role) + "] ";
+  if (role == node_role::coordinator) {
+    node_hooks hooks;
+    hooks.control = control;
+    hooks.on_listening = [&](std::uint16_t port) {
+      std::cout << tag << "listening on port " << port << std::endl;
+    };
+    hooks.on_event = [&](const std::string& line) { std::cout << tag << line << std::endl; };
+    job.on_event = hooks.on_event;
+    observe::metrics_hub hub;
+    std::unique_ptr<observe::http_server> server;
+    sparse_result r;
+    try {
+      if (!http.empty()) {
+        auto at = observe::parse_http_address(http);
+        server = std::make_unique<observe::http_server>(hub, at.host, at.port);
+        server->start();
+        std::cout << tag << "dashboard: http://" << at.host << ":" << server->port() << "/"
+                  << std::endl;
+        job.hub = &hub;
+      }
+      r = run_sparse_coordinator_node(sys, job, data->train.rows, data->test, opts, hooks);
+    } catch (const std::exception& e) {
+      std::cerr << "actrain node: " << e.what() << "\n";
+      return watchdog.arm(2);
+    }
+    if (server) server->stop();
+    if (!r.ok) {
+      std::cerr << "actrain node: job failed: " << r.error << "\n";
+      return watchdog.arm(guard.received() != 0 ? exit_stopped : 1);
+    }
+    std::cout << tag << std::setprecision(6) << "result: test AUC " << r.test_auc
+              << ", test log loss " << r.test_log_loss << ", test accuracy " << r.test_accuracy;
+    if (data->truth_auc >= 0) std::cout << " (ground truth: AUC " << data->truth_auc << ")";
+    std::cout << ", " << static_cast<long>(r.samples_per_s) << " samples/s over " << r.seconds
+              << " s, " << static_cast<long>(r.bytes_per_step) << " bytes per step, workers lost "
+              << r.workers_lost << std::endl;
+    return watchdog.arm(0);
+  }
+  auto train = std::shared_ptr<const sparse_dataset>(data, &data->train);
+  auto out = role == node_role::ps ? run_sparse_ps_node(sys, job, opts, control)
+                                   : run_sparse_worker_node(sys, job, train, opts, control);
+  if (guard.received() != 0) {
+    std::cerr << "actrain node: stopped by " << sigabbrev_np(guard.received()) << ": "
+              << out.message << "\n";
+    return watchdog.arm(exit_stopped);
+  }
+  if (!out.ok) {
+    std::cerr << "actrain node: " << out.message << "\n";
+    return watchdog.arm(out.job_stopped ? exit_stopped : out.job_failed ? 1 : 3);
+  }
+  std::cout << tag << to_string(role) << " " << out.index << ": " << out.message << std::endl;
+  return watchdog.arm(0);
+}
+
 int node_command(const std::vector<std::string>& argv) {
   auto args = argv;
   auto http = take_http_option(args);  // coordinator only: /metrics, /status, the live page
@@ -138,6 +206,10 @@ int node_command(const std::vector<std::string>& argv) {
   job_spec job;
   std::shared_ptr<job_data> data;
   std::shared_ptr<const checkpoint> resume;
+  const bool sparse =
+      is_sparse_model_kind(caf::get_or(caf::content(cfg), "model.kind", std::string{}));
+  sparse_job sjob;
+  std::shared_ptr<sparse_job_data> sdata;
   try {
     if (role_arg.empty()) role_arg = caf::get_or(caf::content(cfg), "cluster.role", std::string{});
     if (role_arg.empty()) throw std::invalid_argument("--role (or cluster.role) is required");
@@ -148,6 +220,21 @@ int node_command(const std::vector<std::string>& argv) {
       throw std::invalid_argument("--resume is given to the coordinator node only");
     opts = cluster_from_config(cfg);
     validate(opts.tls);  // bad certificate files named before anything listens
+    if (sparse) {
+      if (!resume_dir.empty())
+        throw std::invalid_argument("--resume: sparse jobs have no checkpoints yet");
+      // Every node reads or generates the same rows from the same config.
+      sjob = sparse_job_from_config(cfg);
+      sdata = std::make_shared<sparse_job_data>(load_sparse_data(cfg));
+      prepare_sparse_job(sjob, sdata->train.rows,
+                         std::max(sdata->train.id_space, sdata->test.id_space));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "actrain node: " << e.what() << "\n";
+    return 2;
+  }
+  if (sparse) return sparse_node(cfg, role, opts, sjob, sdata, http);
+  try {
     job = job_from_config(cfg);
     // Every node derives the same data from the same config (synthetic data from the seed), so
     // no data crosses the network; ps nodes need it only for the model's dimensions.

@@ -295,6 +295,51 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
   return result;
 }
 
+/// Publishes the registrar on opts.host:opts.port, waits (bounded by join_timeout) for
+/// counts.shards shards and counts.workers workers, runs drive(self, members), stops the
+/// registrar (which stops every member) and unpublishes. Result: engine_result or sparse_result.
+template <class Result, class Drive>
+Result serve_cluster(caf::actor_system& sys, const job_spec& counts, const cluster_options& opts,
+                     node_hooks& hooks, Drive drive) {
+  auto members = std::make_shared<cluster_members>();
+  auto reg = sys.spawn(registrar, counts, opts, hooks.on_event, members, hooks.control);
+  caf::scoped_actor self{sys};
+  auto stop_registrar = [&] {
+    std::string status;
+    self->request(reg, std::chrono::seconds(5), stop_atom::value)
+        .receive([&](std::string& s) { status = std::move(s); }, [&](caf::error&) {});
+    self->wait_for(reg);
+    return status;
+  };
+  Result fail;
+  const std::string bind = opts.host == "0.0.0.0" ? "" : opts.host;
+  auto port = net::publish(sys, caf::actor_cast<caf::strong_actor_ptr>(reg), sys.message_types(reg),
+                           opts.port, bind);
+  if (!port) {
+    stop_registrar();
+    fail.error = "cannot listen on " + opts.host + ":" + std::to_string(opts.port) + ": " +
+                 sys.render(port.error());
+    return fail;
+  }
+  if (hooks.control) hooks.control->on_kill([reg] { caf::anon_send(reg, stop_atom::value); });
+  if (!opts.port_file.empty()) write_port_file(opts.port_file, *port);
+  if (hooks.on_listening) hooks.on_listening(*port);
+  std::string why;
+  bool complete = false;
+  self->request(reg, opts.join_timeout, members_atom::value)
+      .receive([&](bool) { complete = true; }, [&](caf::error& e) { why = describe_error(e); });
+  Result result;
+  if (complete) {
+    result = drive(self, *members);
+    stop_registrar();
+  } else {
+    result.error = "the cluster did not form within " + std::to_string(opts.join_timeout.count()) +
+                   " ms (" + why + "): " + stop_registrar();
+  }
+  net::unpublish(sys, reg.address(), *port);
+  return result;
+}
+
 }  // namespace
 
 engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
@@ -313,44 +358,36 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     hooks.on_event("shard slices up to " + std::to_string(max_slice_bytes(job)) +
                    " bytes cross nodes in chunks of " + std::to_string(opts.chunking.chunk_bytes) +
                    " bytes, " + std::to_string(opts.chunking.window) + " in flight");
-  auto members = std::make_shared<cluster_members>();
-  auto reg = sys.spawn(registrar, job, opts, hooks.on_event, members, hooks.control);
-  caf::scoped_actor self{sys};
-  auto stop_registrar = [&] {
-    std::string status;
-    self->request(reg, std::chrono::seconds(5), stop_atom::value)
-        .receive([&](std::string& s) { status = std::move(s); }, [&](caf::error&) {});
-    self->wait_for(reg);
-    return status;
-  };
-  engine_result fail;
-  const std::string bind = opts.host == "0.0.0.0" ? "" : opts.host;
-  auto port = net::publish(sys, caf::actor_cast<caf::strong_actor_ptr>(reg), sys.message_types(reg),
-                           opts.port, bind);
-  if (!port) {
-    stop_registrar();
-    fail.error = "cannot listen on " + opts.host + ":" + std::to_string(opts.port) + ": " +
-                 sys.render(port.error());
-    return fail;
-  }
-  if (hooks.control) hooks.control->on_kill([reg] { caf::anon_send(reg, stop_atom::value); });
-  if (!opts.port_file.empty()) write_port_file(opts.port_file, *port);
-  if (hooks.on_listening) hooks.on_listening(*port);
-  std::string why;
-  bool complete = false;
-  self->request(reg, opts.join_timeout, members_atom::value)
-      .receive([&](bool) { complete = true; }, [&](caf::error& e) { why = describe_error(e); });
-  engine_result result;
-  if (complete) {
-    result =
-        drive_job(sys, self, job, std::move(data), topo, *members, opts, hooks, std::move(resume));
-    stop_registrar();
-  } else {
-    result.error = "the cluster did not form within " + std::to_string(opts.join_timeout.count()) +
-                   " ms (" + why + "): " + stop_registrar();
-  }
-  net::unpublish(sys, reg.address(), *port);
-  return result;
+  return serve_cluster<engine_result>(sys, job, opts, hooks,
+                                      [&](caf::scoped_actor& self, const cluster_members& members) {
+                                        return drive_job(sys, self, job, std::move(data), topo,
+                                                         members, opts, hooks, std::move(resume));
+                                      });
+}
+
+sparse_result run_sparse_coordinator_node(caf::actor_system& sys, const sparse_job& job,
+                                          std::int64_t train_rows, const sparse_dataset& test,
+                                          const cluster_options& opts, node_hooks hooks) {
+  if (opts.ps_nodes < 1 || opts.ps_nodes > job.shards)
+    throw std::invalid_argument(
+        "cluster.ps-nodes must be in [1, job.shards = " + std::to_string(job.shards) + "], got " +
+        std::to_string(opts.ps_nodes));
+  // The registrar counts members; a sparse job's are table shards and sparse workers, joined
+  // under the dense interfaces' handles (the registrar only stops them) and cast back here.
+  job_spec counts;
+  counts.name = describe(job.model);
+  counts.shards = job.shards;
+  counts.workers = job.workers;
+  return serve_cluster<sparse_result>(
+      sys, counts, opts, hooks, [&](caf::scoped_actor&, const cluster_members& members) {
+        std::vector<sparse_shard_actor> tables;
+        for (auto& s : members.shards) tables.push_back(caf::actor_cast<sparse_shard_actor>(s));
+        std::vector<sparse_worker_actor> workers;
+        for (auto& w : members.workers) workers.push_back(caf::actor_cast<sparse_worker_actor>(w));
+        // The model's few dense parameters (its bias) live here, next to the sync barriers.
+        auto dense = spawn_dense_shard(sys, job);
+        return drive_sparse_job(sys, job, train_rows, dense, tables, workers, test);
+      });
 }
 
 }  // namespace actrain

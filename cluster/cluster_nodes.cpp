@@ -158,10 +158,12 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
                                  : "stopped by the coordinator";
 }
 
-}  // namespace
-
-node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
-                         std::shared_ptr<node_control> control) {
+/// A ps node's life: registers, opens its port for workers, tells the registrar where it is,
+/// lets SIGTERM stop the job, spawns its shards with spawn(index, count, mine) (which joins
+/// them), waits until they are stopped or the coordinator is gone, closes the port.
+template <class Spawn>
+node_outcome serve_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
+                           std::shared_ptr<node_control> control, Spawn spawn) {
   node_outcome out;
   caf::scoped_actor self{sys};
   auto r = register_node(sys, self, node_role::ps, opts, job);
@@ -170,8 +172,6 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
     return out;
   }
   out.index = r->index;
-  validate(opts.chunking);
-  bool chunked = uses_chunking(job, opts);
   // The peer port opens before the shards join: a worker dials it before its first step.
   std::uint16_t peer_port = 0;
   std::string advertised;
@@ -196,25 +196,62 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
       caf::anon_send(reg, stop_atom::value, "ps node " + std::to_string(index) + ": " + why);
     });
   }
-  auto configs = make_shard_configs(job);
-  auto sizes = slice_sizes(job);
   std::vector<caf::actor> mine;
-  for (std::size_t s = 0; s < configs.size(); ++s) {
-    if (static_cast<std::int32_t>(s) % r->count != r->index) continue;
-    shard_actor h = sys.spawn(shard, std::move(configs[s]));
-    if (control) control->add(caf::actor_cast<caf::actor>(h));
-    mine.push_back(caf::actor_cast<caf::actor>(h));
-    if (chunked) {
-      // Other nodes get the gateway (linked to the shard: either going down takes the other).
-      h = sys.spawn(shard_gateway, h, sizes[s], opts.chunking);
-      if (control) control->add(caf::actor_cast<caf::actor>(h));
-      mine.push_back(caf::actor_cast<caf::actor>(h));
-    }
-    self->send(r->reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
-  }
+  auto keep = [&](const caf::actor& a) {
+    if (control) control->add(a);
+    mine.push_back(a);
+  };
+  spawn(self, r->reg, r->index, r->count, keep);
   wait_node(self, r->reg, std::move(mine), out);
   if (peer_port != 0) net::close(sys, peer_port);
   return out;
+}
+
+}  // namespace
+
+node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
+                         std::shared_ptr<node_control> control) {
+  validate(opts.chunking);
+  bool chunked = uses_chunking(job, opts);
+  return serve_ps_node(sys, job, opts, control,
+                       [&](caf::scoped_actor& self, const registrar_actor& reg, std::int32_t index,
+                           std::int32_t count, auto& keep) {
+                         auto configs = make_shard_configs(job);
+                         auto sizes = slice_sizes(job);
+                         for (std::size_t s = 0; s < configs.size(); ++s) {
+                           if (static_cast<std::int32_t>(s) % count != index) continue;
+                           shard_actor h = sys.spawn(shard, std::move(configs[s]));
+                           keep(caf::actor_cast<caf::actor>(h));
+                           if (chunked) {
+                             // Other nodes get the gateway (linked to the shard: either going
+                             // down takes the other).
+                             h = sys.spawn(shard_gateway, h, sizes[s], opts.chunking);
+                             keep(caf::actor_cast<caf::actor>(h));
+                           }
+                           self->send(reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
+                         }
+                       });
+}
+
+node_outcome run_sparse_ps_node(caf::actor_system& sys, const sparse_job& job,
+                                const cluster_options& opts,
+                                std::shared_ptr<node_control> control) {
+  job_spec counts;  // register_node takes the dense job; a sparse one's counts are enough
+  counts.shards = job.shards;
+  counts.workers = job.workers;
+  return serve_ps_node(sys, counts, opts, control,
+                       [&](caf::scoped_actor& self, const registrar_actor& reg, std::int32_t index,
+                           std::int32_t count, auto& keep) {
+                         for (std::int32_t s = 0; s < job.shards; ++s) {
+                           if (s % count != index) continue;
+                           auto h = spawn_sparse_shard(sys, job, s);
+                           keep(caf::actor_cast<caf::actor>(h));
+                           // Joined under the dense interface's handle: the registrar only stops
+                           // it.
+                           self->send(reg, join_shard_atom::value, s,
+                                      caf::actor_cast<shard_actor>(h));
+                         }
+                       });
 }
 
 node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
@@ -246,6 +283,29 @@ node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
   }
   self->send(r->reg, join_worker_atom::value, r->index, h);
   wait_node(self, r->reg, std::move(mine), out);
+  return out;
+}
+
+node_outcome run_sparse_worker_node(caf::actor_system& sys, const sparse_job& job,
+                                    std::shared_ptr<const sparse_dataset> train,
+                                    const cluster_options& opts,
+                                    std::shared_ptr<node_control> control) {
+  node_outcome out;
+  job_spec counts;
+  counts.shards = job.shards;
+  counts.workers = job.workers;
+  caf::scoped_actor self{sys};
+  auto r = register_node(sys, self, node_role::worker, opts, counts);
+  if (!r) {
+    out.message = describe_error(r.error());
+    return out;
+  }
+  out.index = r->index;
+  if (opts.direct_connections) dial_ps_nodes(sys, self, r->reg, opts);
+  auto h = spawn_sparse_worker(sys, job, std::move(train), r->index);
+  if (control) control->add(caf::actor_cast<caf::actor>(h));
+  self->send(r->reg, join_worker_atom::value, r->index, caf::actor_cast<worker_actor>(h));
+  wait_node(self, r->reg, {caf::actor_cast<caf::actor>(h)}, out);
   return out;
 }
 

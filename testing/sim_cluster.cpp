@@ -34,8 +34,11 @@ sim_cluster::sim_cluster(sim_cluster_config cfg) : cfg_(std::move(cfg)) {
   auto port = listening.get_future();
   std::promise<engine_result> result;
   result_ = result.get_future();
+  std::promise<sparse_result> sparse;
+  sparse_result_ = sparse.get_future();
   coordinator_thread_ =
-      std::thread([this, listening = std::move(listening), result = std::move(result)]() mutable {
+      std::thread([this, listening = std::move(listening), result = std::move(result),
+                   sparse = std::move(sparse)]() mutable {
         bool told = false;
         try {
           sim_config sc{cfg_.cluster, cfg_.threads_per_node};
@@ -59,12 +62,27 @@ sim_cluster::sim_cluster(sim_cluster_config cfg) : cfg_(std::move(cfg)) {
             }
             if (user) user(line);
           };
+          if (cfg_.sparse) {
+            auto job = *cfg_.sparse;
+            job.on_event = hooks.engine.on_event;
+            auto r = run_sparse_coordinator_node(sys, job, cfg_.sparse_train->rows,
+                                                 *cfg_.sparse_test, cfg_.cluster, std::move(hooks));
+            if (!told) listening.set_value(0);
+            engine_result summary;  // wait() on a sparse cluster: ok and error only
+            summary.ok = r.ok;
+            summary.error = r.error;
+            result.set_value(std::move(summary));
+            sparse.set_value(std::move(r));
+            return;
+          }
           auto r = run_coordinator_node(sys, cfg_.job, cfg_.data, cfg_.cluster, std::move(hooks));
           if (!told) listening.set_value(0);
           result.set_value(std::move(r));
+          sparse.set_value(sparse_result{});
         } catch (...) {
           if (!told) listening.set_value(0);
           result.set_exception(std::current_exception());
+          sparse.set_exception(std::current_exception());
         }
       });
   try {
@@ -108,8 +126,14 @@ void sim_cluster::start_node(node& n, node_role role, cluster_options opts) {
     try {
       sim_config sc{opts, cfg_.threads_per_node};
       caf::actor_system sys{sc};
-      auto out = role == node_role::ps ? run_ps_node(sys, cfg_.job, opts, control)
-                                       : run_worker_node(sys, cfg_.job, cfg_.data, opts, control);
+      node_outcome out;
+      if (cfg_.sparse)
+        out = role == node_role::ps
+                  ? run_sparse_ps_node(sys, *cfg_.sparse, opts, control)
+                  : run_sparse_worker_node(sys, *cfg_.sparse, cfg_.sparse_train, opts, control);
+      else
+        out = role == node_role::ps ? run_ps_node(sys, cfg_.job, opts, control)
+                                    : run_worker_node(sys, cfg_.job, cfg_.data, opts, control);
       if (control->killed()) out.message = "killed (fault injection)";
       done.set_value(std::move(out));
     } catch (...) {
@@ -162,6 +186,10 @@ link_counts sim_cluster::link_traffic(sim_node n) const {
 
 engine_result sim_cluster::wait(std::chrono::milliseconds bound) {
   return get_bounded(result_, bound, "the simulated job");
+}
+
+sparse_result sim_cluster::wait_sparse(std::chrono::milliseconds bound) {
+  return get_bounded(sparse_result_, bound, "the simulated sparse job");
 }
 
 node_outcome sim_cluster::worker_outcome(int i, std::chrono::milliseconds bound) {

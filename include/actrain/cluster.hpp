@@ -17,6 +17,7 @@
 
 #include <actrain/engine.hpp>
 #include <actrain/protocol.hpp>
+#include <actrain/sparse_engine.hpp>
 
 namespace actrain {
 
@@ -186,6 +187,25 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
 node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
                              std::shared_ptr<const job_data> data, const cluster_options& opts,
                              std::shared_ptr<node_control> control = nullptr);
+
+/// Sparse jobs (include/actrain/sparse_engine.hpp) across nodes. The coordinator node registers
+/// job.shards table shards on opts.ps_nodes ps nodes and job.workers worker nodes exactly as for a
+/// dense job, keeps the model's dense parameters (its bias) and, in sync mode, the barriers, and
+/// drives the job (a lost worker node's rows go to a survivor); every node loads the same data
+/// from the same configuration (the coordinator uses the training set's row count and the test
+/// set). REQUIRES: prepare_sparse_job(job, ...) ran on every node with the same data.
+sparse_result run_sparse_coordinator_node(caf::actor_system& sys, const sparse_job& job,
+                                          std::int64_t train_rows, const sparse_dataset& test,
+                                          const cluster_options& opts, node_hooks hooks = {});
+/// ps node of a sparse job: the table shards s with s % ps_nodes == its index.
+node_outcome run_sparse_ps_node(caf::actor_system& sys, const sparse_job& job,
+                                const cluster_options& opts,
+                                std::shared_ptr<node_control> control = nullptr);
+/// Worker node of a sparse job: one sparse worker over `train`.
+node_outcome run_sparse_worker_node(caf::actor_system& sys, const sparse_job& job,
+                                    std::shared_ptr<const sparse_dataset> train,
+                                    const cluster_options& opts,
+                                    std::shared_ptr<node_control> control = nullptr);
 
 /// Connects to the registrar at opts.host:opts.port, retrying until join_timeout.
 caf::expected<registrar_actor> connect_registrar(caf::actor_system& sys,

@@ -5,6 +5,7 @@
 // barrier in front of every shard, as for dense models.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ struct sparse_job {
   /// endpoint's /metrics and /status read it) and the final test metrics at the end. Not owned.
   observe::metrics_hub* hub = nullptr;
   std::chrono::milliseconds tick{1000};
+  /// One-line events on the driver's thread: every worker has reported (training is under way),
+  /// a worker lost and where its rows went.
+  std::function<void(const std::string&)> on_event;
 };
 /// Throws std::invalid_argument naming the bad field.
 void validate(const sparse_job& j);
@@ -88,6 +92,32 @@ struct sparse_result {
 sparse_result run_sparse_job(caf::actor_system& sys, sparse_job job,
                              std::shared_ptr<const sparse_dataset> train,
                              const sparse_dataset& test);
+
+// The pieces of run_sparse_job, for drivers that place the actors themselves (the cluster's
+// nodes, include/actrain/cluster.hpp).
+
+/// Fills in table.rows (0: `id_space`) and table.dim (the model's), then validates; throws
+/// std::invalid_argument naming what is wrong.
+void prepare_sparse_job(sparse_job& job, std::int64_t train_rows, std::uint64_t id_space);
+/// The shard of the model's dense parameters (its bias); Adagrad for the adaptive row rules.
+shard_actor spawn_dense_shard(caf::actor_system& sys, const sparse_job& job);
+/// Sparse shard `index` of job.shards.
+sparse_shard_actor spawn_sparse_shard(caf::actor_system& sys, const sparse_job& job,
+                                      std::int32_t index);
+/// Worker `id` (detached) over `train`, waiting for its assignment.
+sparse_worker_actor spawn_sparse_worker(caf::actor_system& sys, const sparse_job& job,
+                                        std::shared_ptr<const sparse_dataset> train,
+                                        std::int32_t id);
+/// Drives a job over actors spawned already (local or remote handles): barriers in front of the
+/// shards when sync (in this actor system), row ranges of `train_rows` assigned, progress summed,
+/// a lost worker's rows reassigned, the test set evaluated, every actor stopped at the end.
+/// REQUIRES: prepare_sparse_job(job, ...) ran; workers.size() == job.workers and tables.size()
+/// == job.shards, in index order.
+sparse_result drive_sparse_job(caf::actor_system& sys, const sparse_job& job,
+                               std::int64_t train_rows, const shard_actor& dense,
+                               const std::vector<sparse_shard_actor>& tables,
+                               const std::vector<sparse_worker_actor>& workers,
+                               const sparse_dataset& test);
 
 /// Logits of `test` under the model held by `tables` and `dense` (rows read without being
 /// created); blocks the calling thread.

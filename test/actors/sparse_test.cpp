@@ -323,7 +323,7 @@ TEST_F(sparse_test, a_lost_worker_s_rows_go_to_a_survivor_and_the_job_completes)
   j.fail_after_steps = 5;
   auto r = run_sparse_job(*sys, j, train, c.test.data);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("every worker was lost; the last: worker 0: "), std::string::npos)
+  EXPECT_NE(r.error.find("every worker was lost; the last: worker 0 lost: "), std::string::npos)
       << r.error;
   EXPECT_NE(r.error.find("injected fault at step 5"), std::string::npos) << r.error;
 }

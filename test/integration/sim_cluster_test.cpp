@@ -351,6 +351,51 @@ TEST_F(sim_cluster_test, ssp_training_across_nodes_reaches_the_closed_form) {
   EXPECT_LT((train_mse(c, across) - best) / best, 1e-3);
 }
 
+TEST_F(sim_cluster_test, a_sparse_job_across_simulated_nodes_survives_a_killed_worker_node) {
+  ctr_spec spec;
+  spec.rows = 300000;
+  spec.fields = 6;
+  spec.ids_per_field = 200;
+  spec.weight_sd = 0.6;
+  spec.bias = -1.0;
+  spec.seed = 5;
+  auto train = make_synthetic_ctr(spec, 0);
+  auto test_spec = spec;
+  test_spec.rows = 20000;
+  auto test = make_synthetic_ctr(test_spec, spec.rows);
+  double truth = roc_auc(test.true_logit, test.data.y);
+  auto job = std::make_shared<sparse_job>();
+  job->model.kind = "sparse_lr";
+  job->optim.lr = 0.1f;
+  job->workers = 2;
+  job->shards = 2;
+  job->batch = 128;
+  job->epochs = 2;
+  prepare_sparse_job(*job, spec.rows, train.data.id_space);
+  auto c = make(test::linear_job(2));  // its dense model and data stay unused
+  c.job.workers = 2;
+  c.ps_nodes = 2;
+  c.sparse = job;
+  c.sparse_train = std::make_shared<const sparse_dataset>(std::move(train.data));
+  c.sparse_test = std::make_shared<const sparse_dataset>(std::move(test.data));
+  auto started = std::make_shared<std::promise<void>>();
+  auto once = std::make_shared<std::once_flag>();
+  c.hooks.on_event = [started, once](const std::string& line) {
+    if (line.find("every worker has reported") != std::string::npos)
+      std::call_once(*once, [&] { started->set_value(); });
+  };
+  sim_cluster cluster{c};
+  ASSERT_EQ(started->get_future().wait_for(30s), std::future_status::ready);
+  cluster.kill_worker(1);
+  auto r = cluster.wait_sparse(60s);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.workers_lost, 1);
+  EXPECT_GE(r.samples, 2 * spec.rows);
+  EXPECT_NEAR(r.test_auc, truth, 0.015) << "truth " << truth;
+  EXPECT_TRUE(has_event(cluster.events(), ") go to worker ")) << "no reassignment event";
+  EXPECT_EQ(cluster.worker_outcome(1, 10s).message, "killed (fault injection)");
+}
+
 TEST_F(sim_cluster_test, killing_a_worker_node_mid_run_still_completes_the_job) {
   auto c = make(test::linear_job(3));
   c.job.eval_every = 0.5;  // the first evaluation tells the test that training is under way

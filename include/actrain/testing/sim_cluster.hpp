@@ -31,6 +31,13 @@ struct sim_cluster_config {
   /// its links can be delayed, cut or silenced at any time. Off: nodes connect directly (and
   /// the link calls throw).
   bool relay_links = true;
+  /// When set, the cluster runs this sparse job instead of `job` (whose model and data are then
+  /// unused; job.workers still says how many worker nodes start): the nodes run the sparse
+  /// functions of include/actrain/cluster.hpp over `sparse_train`, the coordinator evaluates on
+  /// `sparse_test`; wait_sparse() returns its result. REQUIRES: prepare_sparse_job ran on it.
+  std::shared_ptr<const sparse_job> sparse;
+  std::shared_ptr<const sparse_dataset> sparse_train;
+  std::shared_ptr<const sparse_dataset> sparse_test;
 };
 
 /// Names one simulated node for the link calls: a ps or worker node by its node index (the
@@ -83,6 +90,8 @@ class sim_cluster {
 
   /// The coordinator's result; throws std::runtime_error if it takes longer than `bound`.
   engine_result wait(std::chrono::milliseconds bound);
+  /// The same for a sparse job (sim_cluster_config::sparse).
+  sparse_result wait_sparse(std::chrono::milliseconds bound);
   /// How worker node `i` ended; throws std::runtime_error if it takes longer than `bound`.
   node_outcome worker_outcome(int i, std::chrono::milliseconds bound);
   node_outcome ps_outcome(int i, std::chrono::milliseconds bound);
@@ -104,6 +113,7 @@ class sim_cluster {
   std::uint16_t port_ = 0;
   std::shared_ptr<node_control> coordinator_control_ = std::make_shared<node_control>();
   std::future<engine_result> result_;
+  std::future<sparse_result> sparse_result_;
   std::thread coordinator_thread_;
   std::vector<std::unique_ptr<node>> ps_;
   std::vector<std::unique_ptr<node>> workers_;
