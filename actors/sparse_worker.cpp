@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "actors/worker.hpp"
 #include "tensor/codec.hpp"
 
 namespace actrain {
@@ -330,14 +331,7 @@ sparse_worker_actor::behavior_type sparse_worker(
   st.cfg = std::move(cfg);
   st.rng.seed(st.cfg.seed * 7919 + static_cast<std::uint64_t>(st.cfg.id));
   self->set_exception_handler([self](std::exception_ptr& eptr) -> caf::error {
-    auto who = "sparse worker " + std::to_string(self->state.cfg.id) + ": ";
-    try {
-      std::rethrow_exception(eptr);
-    } catch (const std::exception& e) {
-      return make_error(errc::compute_failed, who + e.what());
-    } catch (...) {
-      return make_error(errc::compute_failed, who + "an exception that is not a std::exception");
-    }
+    return compute_error("sparse worker " + std::to_string(self->state.cfg.id) + ": ", eptr);
   });
   return {
       [self](assign_atom, sparse_assignment& a) {

@@ -272,6 +272,16 @@ void on_watchdog(self_ptr self) {
 
 }  // namespace
 
+caf::error compute_error(const std::string& who, std::exception_ptr& eptr) {
+  try {
+    std::rethrow_exception(eptr);
+  } catch (const std::exception& e) {
+    return make_error(errc::compute_failed, who + e.what());
+  } catch (...) {
+    return make_error(errc::compute_failed, who + "an exception that is not a std::exception");
+  }
+}
+
 worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> self,
                                   worker_config cfg) {
   auto& st = self->state;
@@ -280,14 +290,7 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
   // A model, data source or device that throws ends the worker with the exception's text as
   // its exit reason (CAF's default only prints "unhandled exception" and exits with no cause).
   self->set_exception_handler([self](std::exception_ptr& eptr) -> caf::error {
-    auto who = "worker " + std::to_string(self->state.cfg.id) + ": ";
-    try {
-      std::rethrow_exception(eptr);
-    } catch (const std::exception& e) {
-      return make_error(errc::compute_failed, who + e.what());
-    } catch (...) {
-      return make_error(errc::compute_failed, who + "an exception that is not a std::exception");
-    }
+    return compute_error("worker " + std::to_string(self->state.cfg.id) + ": ", eptr);
   });
   return {
       [self](watchdog_atom) { on_watchdog(self); },

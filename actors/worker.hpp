@@ -53,6 +53,11 @@ struct worker_state {
   progress_report pending;  ///< accumulated since the last report
 };
 
+/// The exit reason of a worker whose model, data or device threw: errc::compute_failed with
+/// `who` (e.g. "worker 3: ") and the exception's text (CAF's default would only print
+/// "unhandled exception" and exit with no cause). Shared by the dense and sparse workers.
+caf::error compute_error(const std::string& who, std::exception_ptr& eptr);
+
 /// A worker: pull all shards -> forward/backward on a mini-batch -> push one slice per shard.
 /// It computes inside its handlers: spawn it detached when a step may block (a device, sleeps of
 /// simulated compute or stragglers) or when several workers share few cores; on the scheduler,

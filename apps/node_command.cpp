@@ -113,6 +113,43 @@ class exit_watchdog {
   std::thread thread_;
 };
 
+/// SIGINT/SIGTERM: a ps or worker node stops its actors (a worker's rows go to the others); the
+/// coordinator ends the job as stopped (a dense one after a last checkpoint). A second signal
+/// ends at once.
+std::function<void(int)> stop_on_signal(std::shared_ptr<node_control> control) {
+  return [control](int signo) {
+    std::cerr << "actrain node: " << strsignal(signo) << " received, stopping" << std::endl;
+    control->stop(std::string("signal ") + sigabbrev_np(signo));
+  };
+}
+
+/// A coordinator node's hooks: its port and events on stdout, stoppable through `control`.
+node_hooks coordinator_hooks(const std::string& tag, std::shared_ptr<node_control> control) {
+  node_hooks hooks;
+  hooks.control = std::move(control);
+  hooks.on_listening = [tag](std::uint16_t port) {
+    std::cout << tag << "listening on port " << port << std::endl;
+  };
+  hooks.on_event = [tag](const std::string& line) { std::cout << tag << line << std::endl; };
+  return hooks;
+}
+
+/// How a ps or worker node ends: its line, and the exit code (4 stopped, 1 the job failed, 3
+/// refused or the coordinator unreachable).
+int finish_member(const node_outcome& out, int signal, node_role role, const std::string& tag,
+                  exit_watchdog& watchdog) {
+  if (signal != 0) {
+    std::cerr << "actrain node: stopped by " << sigabbrev_np(signal) << ": " << out.message << "\n";
+    return watchdog.arm(exit_stopped);
+  }
+  if (!out.ok) {
+    std::cerr << "actrain node: " << out.message << "\n";
+    return watchdog.arm(out.job_stopped ? exit_stopped : out.job_failed ? 1 : 3);
+  }
+  std::cout << tag << to_string(role) << " " << out.index << ": " << out.message << std::endl;
+  return watchdog.arm(0);
+}
+
 }  // namespace
 
 /// `actrain node` of a sparse job: the same roles, registration and signals as a dense one.
@@ -120,20 +157,12 @@ static int sparse_node(app_config& cfg, node_role role, const cluster_options& o
                        const std::shared_ptr<sparse_job_data>& data, const std::string& http) {
   prepare_cluster_config(cfg, opts);
   auto control = std::make_shared<node_control>();
-  signal_guard guard{[control](int signo) {
-    std::cerr << "actrain node: " << strsignal(signo) << " received, stopping" << std::endl;
-    control->stop(std::string("signal ") + sigabbrev_np(signo));
-  }};
+  signal_guard guard{stop_on_signal(control)};
   exit_watchdog watchdog;
   caf::actor_system sys{cfg};
   auto tag = "[" + to_string(role) + "] ";
   if (role == node_role::coordinator) {
-    node_hooks hooks;
-    hooks.control = control;
-    hooks.on_listening = [&](std::uint16_t port) {
-      std::cout << tag << "listening on port " << port << std::endl;
-    };
-    hooks.on_event = [&](const std::string& line) { std::cout << tag << line << std::endl; };
+    auto hooks = coordinator_hooks(tag, control);
     job.on_event = hooks.on_event;
     observe::metrics_hub hub;
     std::unique_ptr<observe::http_server> server;
@@ -168,17 +197,7 @@ static int sparse_node(app_config& cfg, node_role role, const cluster_options& o
   auto train = std::shared_ptr<const sparse_dataset>(data, &data->train);
   auto out = role == node_role::ps ? run_sparse_ps_node(sys, job, opts, control)
                                    : run_sparse_worker_node(sys, job, train, opts, control);
-  if (guard.received() != 0) {
-    std::cerr << "actrain node: stopped by " << sigabbrev_np(guard.received()) << ": "
-              << out.message << "\n";
-    return watchdog.arm(exit_stopped);
-  }
-  if (!out.ok) {
-    std::cerr << "actrain node: " << out.message << "\n";
-    return watchdog.arm(out.job_stopped ? exit_stopped : out.job_failed ? 1 : 3);
-  }
-  std::cout << tag << to_string(role) << " " << out.index << ": " << out.message << std::endl;
-  return watchdog.arm(0);
+  return finish_member(out, guard.received(), role, tag, watchdog);
 }
 
 int node_command(const std::vector<std::string>& argv) {
@@ -250,22 +269,12 @@ int node_command(const std::vector<std::string>& argv) {
   }
   prepare_cluster_config(cfg, opts);
   auto control = std::make_shared<node_control>();
-  // SIGINT/SIGTERM: a ps or worker node stops its actors (a worker's rows go to the others); the
-  // coordinator ends the job as stopped after a last checkpoint. A second signal ends at once.
-  signal_guard guard{[control](int signo) {
-    std::cerr << "actrain node: " << strsignal(signo) << " received, stopping" << std::endl;
-    control->stop(std::string("signal ") + sigabbrev_np(signo));
-  }};
+  signal_guard guard{stop_on_signal(control)};
   exit_watchdog watchdog;
   caf::actor_system sys{cfg};
   auto tag = "[" + to_string(role) + "] ";
   if (role == node_role::coordinator) {
-    node_hooks hooks;
-    hooks.control = control;
-    hooks.on_listening = [&](std::uint16_t port) {
-      std::cout << tag << "listening on port " << port << std::endl;
-    };
-    hooks.on_event = [&](const std::string& line) { std::cout << tag << line << std::endl; };
+    auto hooks = coordinator_hooks(tag, control);
     hooks.engine.on_eval = [&](const progress_point& p) {
       std::cout << tag << "epoch " << p.epoch << "/" << job.epochs << "  step " << p.step
                 << "  train loss " << std::setprecision(4) << p.train_loss << "  test loss "
@@ -318,17 +327,7 @@ int node_command(const std::vector<std::string>& argv) {
   }
   auto out = role == node_role::ps ? run_ps_node(sys, job, opts, control)
                                    : run_worker_node(sys, job, data, opts, control);
-  if (guard.received() != 0) {
-    std::cerr << "actrain node: stopped by " << sigabbrev_np(guard.received()) << ": "
-              << out.message << "\n";
-    return watchdog.arm(exit_stopped);
-  }
-  if (!out.ok) {
-    std::cerr << "actrain node: " << out.message << "\n";
-    return watchdog.arm(out.job_stopped ? exit_stopped : out.job_failed ? 1 : 3);
-  }
-  std::cout << tag << to_string(role) << " " << out.index << ": " << out.message << std::endl;
-  return watchdog.arm(0);
+  return finish_member(out, guard.received(), role, tag, watchdog);
 }
 
 }  // namespace actrain
