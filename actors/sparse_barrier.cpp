@@ -31,7 +31,7 @@ void try_apply(self_ptr self) {
   if (it->first != st.applied) return;  // steps complete in order
   auto expected = st.cfg.workers - static_cast<std::int32_t>(st.departed.size());
   auto arrived = static_cast<std::int32_t>(it->second.arrived.size());
-  if (arrived < expected && arrived < st.cfg.workers) return;
+  if (arrived < expected) return;  // arrivals of departed workers count too
   auto& sum = it->second;
   row_gradient g;
   g.worker = -1;

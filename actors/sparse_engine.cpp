@@ -193,7 +193,6 @@ sparse_worker_actor spawn_sparse_worker(caf::actor_system& sys, const sparse_job
   wc.id = id;
   wc.model = job.model;
   wc.table = job.table;
-  wc.table_shards = job.shards;
   wc.train = std::move(train);
   wc.batch = job.batch;
   wc.seed = job.seed;

@@ -345,7 +345,6 @@ sparse_worker_actor::behavior_type sparse_worker(
         }
         for (auto& r : a.rows) {
           sparse_worker_state::range_walk w;
-          w.rows = r;
           w.epochs_left = a.epochs;
           w.order.resize(static_cast<std::size_t>(r.end - r.begin));
           std::iota(w.order.begin(), w.order.end(), r.begin);

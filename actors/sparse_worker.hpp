@@ -21,7 +21,6 @@ struct sparse_worker_config {
   std::int32_t id = 0;
   sparse_model_spec model;
   table_spec table;
-  std::int32_t table_shards = 1;
   std::shared_ptr<const sparse_dataset> train;
   int batch = 256;
   std::uint64_t seed = 42;
@@ -64,7 +63,6 @@ struct sparse_worker_state {
   sparse_assignment assignment;
   std::unique_ptr<sparse_model> net;
   struct range_walk {
-    shard_range_t rows;
     std::int64_t epochs_left = 0;
     std::vector<std::int64_t> order;
     std::size_t pos = 0;

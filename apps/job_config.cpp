@@ -406,22 +406,38 @@ std::string take_http_option(std::vector<std::string>& args) {
   return take_option(args, "--http");
 }
 
+namespace {
+// caf::string_view converts from a const char* only where CAF's headers see gcc; clang (the fuzz
+// build) needs the length given.
+caf::string_view key_view(const char* key) {
+  return caf::string_view{key, std::strlen(key)};
+}
+}  // namespace
+
+std::int64_t config_i64(const app_config& cfg, const char* key, std::int64_t def) {
+  return caf::get_or(caf::content(cfg), key_view(key), def);
+}
+int config_i32(const app_config& cfg, const char* key, int def) {
+  auto v = config_i64(cfg, key, def);
+  if (v < INT32_MIN || v > INT32_MAX)
+    throw std::invalid_argument(std::string(key) + " is out of range: " + std::to_string(v));
+  return static_cast<int>(v);
+}
+double config_f64(const app_config& cfg, const char* key, double def) {
+  return caf::get_or(caf::content(cfg), key_view(key), def);
+}
+std::string config_str(const app_config& cfg, const char* key, const std::string& def) {
+  return caf::get_or(caf::content(cfg), key_view(key), def);
+}
+
 job_spec job_from_config(const app_config& cfg) {
   using caf::get_or;
   job_spec j;
   auto& c = caf::content(cfg);
-  // caf::string_view converts from a const char* only where CAF's headers see gcc; clang (the
-  // fuzz build) needs the length given.
-  auto at = [](const char* key) { return caf::string_view{key, std::strlen(key)}; };
-  auto i64 = [&](const char* key, std::int64_t def) { return get_or(c, at(key), def); };
-  auto i32 = [&](const char* key, int def) {
-    auto v = get_or(c, at(key), static_cast<std::int64_t>(def));
-    if (v < INT32_MIN || v > INT32_MAX)
-      throw std::invalid_argument(std::string(key) + " is out of range: " + std::to_string(v));
-    return static_cast<int>(v);
-  };
-  auto f64 = [&](const char* key, double def) { return get_or(c, at(key), def); };
-  auto str = [&](const char* key, const std::string& def) { return get_or(c, at(key), def); };
+  auto i64 = [&](const char* key, std::int64_t def) { return config_i64(cfg, key, def); };
+  auto i32 = [&](const char* key, int def) { return config_i32(cfg, key, def); };
+  auto f64 = [&](const char* key, double def) { return config_f64(cfg, key, def); };
+  auto str = [&](const char* key, const std::string& def) { return config_str(cfg, key, def); };
   j.name = str("job.name", j.name);
   j.mode = str("job.mode", j.mode);
   j.workers = i32("job.workers", j.workers);

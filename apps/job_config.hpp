@@ -40,6 +40,13 @@ std::string take_option(std::vector<std::string>& args, const std::string& name)
 /// take_option(args, "--http"): "" when absent (the endpoint is off).
 std::string take_http_option(std::vector<std::string>& args);
 
+/// The value of `key` ("group.name") in a parsed config, or `def` when absent. config_i32 throws
+/// std::invalid_argument naming the key for a value outside int32.
+std::int64_t config_i64(const app_config& cfg, const char* key, std::int64_t def);
+int config_i32(const app_config& cfg, const char* key, int def);
+double config_f64(const app_config& cfg, const char* key, double def);
+std::string config_str(const app_config& cfg, const char* key, const std::string& def);
+
 /// The job described by a parsed config; throws std::invalid_argument naming a bad field.
 job_spec job_from_config(const app_config& cfg);
 

@@ -123,6 +123,18 @@ std::function<void(int)> stop_on_signal(std::shared_ptr<node_control> control) {
   };
 }
 
+/// Serves /metrics, /status and the page from `hub` at `http` (host:port); throws
+/// std::invalid_argument for a bad address.
+std::unique_ptr<observe::http_server> start_dashboard(observe::metrics_hub& hub,
+                                                      const std::string& http,
+                                                      const std::string& tag) {
+  auto at = observe::parse_http_address(http);
+  auto server = std::make_unique<observe::http_server>(hub, at.host, at.port);
+  server->start();
+  std::cout << tag << "dashboard: http://" << at.host << ":" << server->port() << "/" << std::endl;
+  return server;
+}
+
 /// A coordinator node's hooks: its port and events on stdout, stoppable through `control`.
 node_hooks coordinator_hooks(const std::string& tag, std::shared_ptr<node_control> control) {
   node_hooks hooks;
@@ -169,11 +181,7 @@ static int sparse_node(app_config& cfg, node_role role, const cluster_options& o
     sparse_result r;
     try {
       if (!http.empty()) {
-        auto at = observe::parse_http_address(http);
-        server = std::make_unique<observe::http_server>(hub, at.host, at.port);
-        server->start();
-        std::cout << tag << "dashboard: http://" << at.host << ":" << server->port() << "/"
-                  << std::endl;
+        server = start_dashboard(hub, http, tag);
         job.hub = &hub;
       }
       r = run_sparse_coordinator_node(sys, job, data->train.rows, data->test, opts, hooks);
@@ -285,11 +293,7 @@ int node_command(const std::vector<std::string>& argv) {
     std::unique_ptr<observe::http_server> server;
     if (!http.empty()) {
       try {
-        auto at = observe::parse_http_address(http);
-        server = std::make_unique<observe::http_server>(hub, at.host, at.port);
-        server->start();
-        std::cout << tag << "dashboard: http://" << at.host << ":" << server->port() << "/"
-                  << std::endl;
+        server = start_dashboard(hub, http, tag);
       } catch (const std::exception& e) {
         std::cerr << "actrain node: " << e.what() << "\n";
         return watchdog.arm(2);

@@ -1,6 +1,5 @@
 #include "apps/sparse_train.hpp"
 
-#include <cstring>
 #include <iomanip>
 #include <memory>
 #include <optional>
@@ -16,27 +15,6 @@ namespace actrain {
 
 namespace {
 
-const caf::settings& content_of(const app_config& cfg) {
-  return caf::content(cfg);
-}
-caf::string_view key_of(const char* key) {
-  return caf::string_view{key, std::strlen(key)};
-}
-std::int64_t i64(const app_config& cfg, const char* key, std::int64_t def) {
-  return caf::get_or(content_of(cfg), key_of(key), def);
-}
-int i32(const app_config& cfg, const char* key, int def) {
-  auto v = i64(cfg, key, def);
-  if (v < INT32_MIN || v > INT32_MAX)
-    throw std::invalid_argument(std::string(key) + " is out of range: " + std::to_string(v));
-  return static_cast<int>(v);
-}
-double f64(const app_config& cfg, const char* key, double def) {
-  return caf::get_or(content_of(cfg), key_of(key), def);
-}
-std::string str(const app_config& cfg, const char* key, const std::string& def) {
-  return caf::get_or(content_of(cfg), key_of(key), def);
-}
 std::uint64_t nonneg(std::int64_t v, const char* key) {
   if (v < 0) throw std::invalid_argument(std::string(key) + ": must be >= 0");
   return static_cast<std::uint64_t>(v);
@@ -50,36 +28,37 @@ bool is_sparse_model_kind(const std::string& kind) {
 
 sparse_job sparse_job_from_config(const app_config& cfg) {
   sparse_job j;
-  j.model.kind = str(cfg, "model.kind", j.model.kind);
-  j.model.factors = i32(cfg, "model.factors", j.model.factors);
+  j.model.kind = config_str(cfg, "model.kind", j.model.kind);
+  j.model.factors = config_i32(cfg, "model.factors", j.model.factors);
   for (auto& [key, value] : cfg.model_options)
     throw std::invalid_argument("model." + key + ": not an option of " + j.model.kind +
                                 " (factors only)");
-  j.mode = str(cfg, "job.mode", j.mode);
-  j.workers = i32(cfg, "job.workers", j.workers);
-  j.shards = i32(cfg, "job.shards", j.shards);
-  j.batch = i32(cfg, "job.batch", j.batch);
-  j.epochs = i64(cfg, "job.epochs", j.epochs);
-  j.seed = nonneg(i64(cfg, "job.seed", static_cast<std::int64_t>(j.seed)), "job.seed");
-  j.window = i32(cfg, "job.window", j.window);
-  j.compression = str(cfg, "job.compression", j.compression);
-  j.topk_fraction = f64(cfg, "job.topk-fraction", j.topk_fraction);
-  j.optim.kind = str(cfg, "optim.kind", j.optim.kind);
-  j.optim.lr = static_cast<float>(f64(cfg, "optim.lr", j.optim.lr));
-  j.optim.weight_decay = static_cast<float>(f64(cfg, "optim.weight-decay", j.optim.weight_decay));
-  j.optim.eps = static_cast<float>(f64(cfg, "optim.eps", j.optim.eps));
+  j.mode = config_str(cfg, "job.mode", j.mode);
+  j.workers = config_i32(cfg, "job.workers", j.workers);
+  j.shards = config_i32(cfg, "job.shards", j.shards);
+  j.batch = config_i32(cfg, "job.batch", j.batch);
+  j.epochs = config_i64(cfg, "job.epochs", j.epochs);
+  j.seed = nonneg(config_i64(cfg, "job.seed", static_cast<std::int64_t>(j.seed)), "job.seed");
+  j.window = config_i32(cfg, "job.window", j.window);
+  j.compression = config_str(cfg, "job.compression", j.compression);
+  j.topk_fraction = config_f64(cfg, "job.topk-fraction", j.topk_fraction);
+  j.optim.kind = config_str(cfg, "optim.kind", j.optim.kind);
+  j.optim.lr = static_cast<float>(config_f64(cfg, "optim.lr", j.optim.lr));
+  j.optim.weight_decay =
+      static_cast<float>(config_f64(cfg, "optim.weight-decay", j.optim.weight_decay));
+  j.optim.eps = static_cast<float>(config_f64(cfg, "optim.eps", j.optim.eps));
   j.optim.initial_accumulator =
-      static_cast<float>(f64(cfg, "optim.initial-accumulator", j.optim.initial_accumulator));
-  j.optim.beta = static_cast<float>(f64(cfg, "optim.beta", j.optim.beta));
-  j.optim.l1 = static_cast<float>(f64(cfg, "optim.l1", j.optim.l1));
-  j.optim.l2 = static_cast<float>(f64(cfg, "optim.l2", j.optim.l2));
+      static_cast<float>(config_f64(cfg, "optim.initial-accumulator", j.optim.initial_accumulator));
+  j.optim.beta = static_cast<float>(config_f64(cfg, "optim.beta", j.optim.beta));
+  j.optim.l1 = static_cast<float>(config_f64(cfg, "optim.l1", j.optim.l1));
+  j.optim.l2 = static_cast<float>(config_f64(cfg, "optim.l2", j.optim.l2));
   for (auto& [key, value] : cfg.optim_options)
     throw std::invalid_argument("optim." + key + ": not an option of the sparse row rules");
-  j.table.rows = nonneg(i64(cfg, "table.rows", 0), "table.rows");
-  j.table.partition = str(cfg, "table.partition", j.table.partition);
+  j.table.rows = nonneg(config_i64(cfg, "table.rows", 0), "table.rows");
+  j.table.partition = config_str(cfg, "table.partition", j.table.partition);
   j.table.init_scale =
-      static_cast<float>(f64(cfg, "table.init-scale", j.model.kind == "fm" ? 0.01 : 0.0));
-  j.table.max_rows = i64(cfg, "table.max-rows", j.table.max_rows);
+      static_cast<float>(config_f64(cfg, "table.init-scale", j.model.kind == "fm" ? 0.01 : 0.0));
+  j.table.max_rows = config_i64(cfg, "table.max-rows", j.table.max_rows);
   j.table.seed = j.seed;
   j.table.dim = sparse_model_dim(j.model);
   return j;
@@ -87,18 +66,18 @@ sparse_job sparse_job_from_config(const app_config& cfg) {
 
 sparse_job_data load_sparse_data(const app_config& cfg) {
   sparse_job_data out;
-  auto kind = str(cfg, "data.kind", "");
+  auto kind = config_str(cfg, "data.kind", "");
   if (kind == "libsvm") {
     libsvm_options o;
-    o.hash_buckets = nonneg(i64(cfg, "data.hash-buckets", 0), "data.hash-buckets");
-    auto path = str(cfg, "data.path", "");
+    o.hash_buckets = nonneg(config_i64(cfg, "data.hash-buckets", 0), "data.hash-buckets");
+    auto path = config_str(cfg, "data.path", "");
     if (path.empty()) throw std::invalid_argument("data.path: must name the training LIBSVM file");
     out.train = read_libsvm(path, o);
-    auto test_path = str(cfg, "data.test-path", "");
+    auto test_path = config_str(cfg, "data.test-path", "");
     if (!test_path.empty()) {
       out.test = read_libsvm(test_path, o);
     } else {
-      double f = f64(cfg, "data.test-fraction", 0.1);
+      double f = config_f64(cfg, "data.test-fraction", 0.1);
       if (!(f > 0 && f < 1)) throw std::invalid_argument("data.test-fraction: must be in (0, 1)");
       auto test_rows = static_cast<std::int64_t>(out.train.rows * f);
       if (test_rows < 1 || test_rows >= out.train.rows)
@@ -111,16 +90,16 @@ sparse_job_data load_sparse_data(const app_config& cfg) {
     out.train.id_space = out.test.id_space = space;
   } else if (kind == "synthetic_ctr") {
     ctr_spec s;
-    s.rows = i64(cfg, "data.rows", s.rows);
-    s.fields = i32(cfg, "data.fields", s.fields);
-    s.ids_per_field = i64(cfg, "data.ids-per-field", s.ids_per_field);
-    s.zipf = f64(cfg, "data.zipf", s.zipf);
-    s.weight_sd = f64(cfg, "data.weight-sd", s.weight_sd);
-    s.bias = f64(cfg, "data.bias", s.bias);
-    s.seed = nonneg(i64(cfg, "job.seed", static_cast<std::int64_t>(s.seed)), "job.seed");
+    s.rows = config_i64(cfg, "data.rows", s.rows);
+    s.fields = config_i32(cfg, "data.fields", s.fields);
+    s.ids_per_field = config_i64(cfg, "data.ids-per-field", s.ids_per_field);
+    s.zipf = config_f64(cfg, "data.zipf", s.zipf);
+    s.weight_sd = config_f64(cfg, "data.weight-sd", s.weight_sd);
+    s.bias = config_f64(cfg, "data.bias", s.bias);
+    s.seed = nonneg(config_i64(cfg, "job.seed", static_cast<std::int64_t>(s.seed)), "job.seed");
     validate(s);
     auto test = s;
-    test.rows = i64(cfg, "data.test-rows", s.rows / 10);
+    test.rows = config_i64(cfg, "data.test-rows", s.rows / 10);
     validate(test);
     auto tr = make_synthetic_ctr(s, 0);
     auto te = make_synthetic_ctr(test, s.rows);

@@ -98,7 +98,6 @@ sparse_job base_job(const char* model, const char* rule, const char* mode, int w
   j.optim.kind = rule;
   j.optim.lr = 0.1f;
   if (std::string(rule) == "ftrl") {
-    j.optim.lr = 0.1f;
     j.optim.beta = 1e-3f;
     j.optim.l1 = 1e-5f;
   }
