@@ -246,7 +246,8 @@ int bench_sparse(const std::vector<std::string>& args) {
   auto narrow = make_sets(o, std::min<std::int64_t>(o.speed_rows, 200000), 1000);
   doc << "\n### Sparse rows against the whole table every step (" << o.fields
       << " x 1000 = " << o.fields * 1000 << " ids, " << narrow.train->rows
-      << " rows, sparse_lr, 1 worker, 1 shard, same process)\n\n"
+      << " rows, sparse_lr, 1 worker, 1 shard; both sides in this process on the same cores, the "
+         "same batches)\n\n"
       << "| pull | samples/s | rows / step | bytes / step | test AUC |\n| --- | --- | --- | --- | "
          "--- |\n";
   double rates[2] = {0, 0}, bytes[2] = {0, 0};
