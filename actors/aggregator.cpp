@@ -5,6 +5,7 @@
 
 #include <actrain/engine.hpp>
 #include <actrain/job.hpp>
+#include "actors/compression.hpp"
 #include "actors/held_pulls.hpp"
 
 namespace actrain {
@@ -88,13 +89,21 @@ void maybe_flush(self_ptr self) {
   if (st.arrivals > 0 && st.arrivals >= live) flush(self);
 }
 
-caf::expected<push_ack> on_push(self_ptr self, const gradient& g) {
+caf::expected<push_ack> on_push(self_ptr self, gradient& g) {
   auto& st = self->state;
   auto m = member(st, g.worker);
   if (m < 0)
     return make_error(errc::bad_config, "aggregator " + std::to_string(st.cfg.group) + ": worker " +
                                             std::to_string(g.worker) + " is not in this group");
   auto i = static_cast<std::size_t>(m);
+  if (is_compressed(g)) {
+    if (st.sum.size() == 0)
+      return make_error(errc::bad_config, "aggregator " + std::to_string(st.cfg.group) +
+                                              ": a compressed push, but the slice length is "
+                                              "unknown");
+    if (auto err = expand_gradient(g, st.sum.size(), "aggregator " + std::to_string(st.cfg.group)))
+      return err;
+  }
   st.sum.expect_size(g.values.size());
   if (g.values.size() != st.sum.size())
     return make_error(errc::bad_length, "aggregator " + std::to_string(st.cfg.group) + ": worker " +
@@ -135,12 +144,12 @@ shard_actor::behavior_type aggregator(shard_actor::stateful_pointer<aggregator_s
   self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
   return {
       [self](pull_atom, const pull_request& r) -> caf::result<weights> { return on_pull(self, r); },
-      [self](push_atom, const gradient& g) -> caf::result<push_ack> {
+      [self](push_atom, gradient& g) -> caf::result<push_ack> {
         auto ack = on_push(self, g);
         if (!ack) return std::move(ack.error());
         return *ack;
       },
-      [self](push_pull_atom, const gradient& g) -> caf::result<weights> {
+      [self](push_pull_atom, gradient& g) -> caf::result<weights> {
         auto ack = on_push(self, g);
         if (!ack) return std::move(ack.error());
         return on_pull(self, pull_request{g.worker, g.step + 1});

@@ -4,6 +4,7 @@
 
 #include <actrain/engine.hpp>
 #include <actrain/job.hpp>
+#include "actors/compression.hpp"
 #include "actors/held_pulls.hpp"
 
 namespace actrain {
@@ -129,7 +130,18 @@ void maybe_close(self_ptr self) {
 }
 
 /// A slice's length and values, checked before it touches the sum.
-caf::error check(barrier_state& st, const gradient& g) {
+caf::error check(barrier_state& st, gradient& g) {
+  // A compressed slice is expanded to the length this barrier was configured with; without one
+  // (a barrier spawned without cfg.slice) a compressed push cannot be checked and is refused.
+  if (is_compressed(g)) {
+    if (st.sum.size() == 0)
+      return make_error(errc::bad_config, "barrier " + std::to_string(st.cfg.shard.id()) +
+                                              ": a compressed push, but the slice length is "
+                                              "unknown");
+    if (auto err =
+            expand_gradient(g, st.sum.size(), "barrier " + std::to_string(st.cfg.shard.id())))
+      return err;
+  }
   st.sum.expect_size(g.values.size());
   if (g.values.size() != st.sum.size())
     return make_error(errc::bad_length, "barrier " + std::to_string(st.cfg.shard.id()) +
@@ -142,7 +154,7 @@ caf::error check(barrier_state& st, const gradient& g) {
   return {};
 }
 
-caf::expected<push_ack> sync_push(self_ptr self, const gradient& g) {
+caf::expected<push_ack> sync_push(self_ptr self, gradient& g) {
   auto& st = self->state;
   if (auto err = check(st, g)) return err;
   auto staleness =

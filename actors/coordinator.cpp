@@ -353,7 +353,8 @@ void on_progress(self_ptr self, const progress_report& r) {
   // corrupt the counts.
   if (r.worker < 0 || static_cast<std::size_t>(r.worker) >= st.workers.size() || r.samples < 0 ||
       !std::isfinite(r.loss_sum) || r.max_staleness < 0 || r.replayed < 0 ||
-      !(r.busy_seconds >= 0) || !std::isfinite(r.busy_seconds)) {
+      !(r.busy_seconds >= 0) || !std::isfinite(r.busy_seconds) || r.bytes_pushed < 0 ||
+      r.bytes_received < 0) {
     self->state.event("ignored an invalid progress report (worker " + std::to_string(r.worker) +
                       ", samples " + std::to_string(r.samples) + ")");
     return;
@@ -361,6 +362,8 @@ void on_progress(self_ptr self, const progress_report& r) {
   auto& w = st.workers[static_cast<std::size_t>(r.worker)];
   if (!w.alive) return;
   st.updates += std::max<std::int64_t>(0, r.step - w.step);
+  st.result.bytes_pushed += r.bytes_pushed;
+  st.result.bytes_received += r.bytes_received;
   w.step = std::max(w.step, r.step);
   // Replayed rows were trained before a resumed checkpoint's cut: counted, not timed.
   w.done_samples += r.samples + r.replayed;

@@ -67,6 +67,8 @@ worker_config make_worker_config(const job_spec& job, const topology& topo,
   w.window = job.window;
   w.simulated_compute_s = job.simulated_compute_s;
   w.push_pull = topo.push_pull;
+  w.compression = job.compression;
+  w.topk_fraction = job.topk_fraction;
   if (std::find(job.stragglers.begin(), job.stragglers.end(), id) != job.stragglers.end()) {
     w.delay_s = job.straggler_delay_s;
     w.delay_jitter_s = job.straggler_jitter_s;

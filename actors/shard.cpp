@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "actors/compression.hpp"
+
 namespace actrain {
 
 namespace {
@@ -24,7 +26,11 @@ weights current(shard_state& st) {
 
 }  // namespace
 
-caf::expected<push_ack> apply_push(shard_state& st, const gradient& g) {
+caf::expected<push_ack> apply_push(shard_state& st, gradient& g) {
+  if (auto err = expand_gradient(g, st.values.size(), "shard " + std::to_string(st.index))) {
+    st.stats.rejected += 1;
+    return err;
+  }
   if (g.values.size() != st.values.size()) {
     st.stats.rejected += 1;
     return make_error(errc::bad_length, "shard " + std::to_string(st.index) + " expects " +
@@ -79,12 +85,12 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
         self->state.stats.pulls += 1;
         return current(self->state);
       },
-      [self](push_atom, const gradient& g) -> caf::result<push_ack> {
+      [self](push_atom, gradient& g) -> caf::result<push_ack> {
         auto ack = apply_push(self->state, g);
         if (!ack) return std::move(ack.error());
         return *ack;
       },
-      [self](push_pull_atom, const gradient& g) -> caf::result<weights> {
+      [self](push_pull_atom, gradient& g) -> caf::result<weights> {
         auto ack = apply_push(self->state, g);
         if (!ack) return std::move(ack.error());
         self->state.stats.pulls += 1;

@@ -32,6 +32,6 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
 
 /// Applies a gradient to a shard's state (the arithmetic of push, with no actor around it).
 /// Returns the ack, or an error (bad length, non-finite values) leaving the state untouched.
-caf::expected<push_ack> apply_push(shard_state& st, const gradient& g);
+caf::expected<push_ack> apply_push(shard_state& st, gradient& g);
 
 }  // namespace actrain

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include <actrain/optim.hpp>
+#include "actors/compression.hpp"
 #include "tensor/device.hpp"
 
 namespace actrain {
@@ -33,6 +34,7 @@ void on_slice(self_ptr self, std::size_t s, std::int64_t step, weights& w) {
   // every push it applied, or a shard_proxy that checks what it received (the scan of an 814 KB
   // MLP slice was 2% of a worker's time).
   bool remote = st.shards[s].node() != self->node();
+  st.pending.bytes_received += static_cast<std::int64_t>(w.values.size() * sizeof(float));
   if (w.values.size() != expect) {
     self->quit(make_error(errc::bad_length,
                           "worker " + std::to_string(st.cfg.id) + ": shard " + std::to_string(s) +
@@ -160,16 +162,27 @@ void compute_and_push(self_ptr self) {
   }
   if (st.cfg.clip_norm > 0) clip_by_norm(span<float>(st.grad), st.cfg.clip_norm);
   straggle(st);
-  // The gradient vector becomes one immutable tensor and each shard gets a view of its range: no
-  // copy here, and none on a local send. The next step computes into a fresh vector.
-  tensor full(std::move(st.grad));
-  st.sent_grads.keep(full);
-  st.grad = st.sent_grads.take(full.size());  // the model overwrites every value
+  // Uncompressed, the gradient vector becomes one immutable tensor and each shard gets a view of
+  // its range: no copy here, and none on a local send; the next step computes into a fresh
+  // vector. Compressed, each slice is encoded from the vector, which stays the worker's.
+  tensor full;
+  bool plain = st.enc.kind() == "none";
+  if (plain) {
+    full = tensor(std::move(st.grad));
+    st.sent_grads.keep(full);
+    st.grad = st.sent_grads.take(full.size());  // the model overwrites every value
+  }
   if (st.cfg.push_pull) expect_slices(st, st.step);
   for (std::size_t s = 0; s < st.shards.size(); ++s) {
     auto b = static_cast<std::size_t>(st.ranges[s].begin);
     auto n = static_cast<std::size_t>(st.ranges[s].end - st.ranges[s].begin);
-    gradient g{st.cfg.id, this_step, st.base_versions[s], rows, full.slice(b, n)};
+    gradient g{st.cfg.id, this_step, st.base_versions[s], rows, {}};
+    if (plain)
+      g.values = full.slice(b, n);
+    else
+      st.enc.encode(g, st.grad.data(), b, n);
+    st.pending.bytes_pushed += payload_bytes(g);
+    st.pending.bytes_sent += payload_bytes(g);
     st.in_flight[s] += 1;
     st.max_in_flight_seen = std::max(st.max_in_flight_seen, st.in_flight[s]);
     if (st.cfg.push_pull) {
@@ -306,6 +319,7 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
           auto n = st.net->num_params();
           st.params.assign(n, 0.f);
           st.grad.assign(n, 0.f);
+          st.enc = gradient_encoder(st.cfg.compression, st.cfg.topk_fraction, n);
           st.x.reserve(static_cast<std::size_t>(st.cfg.batch) * st.cfg.model.input_dim);
           if (!st.dev->is_host()) {
             st.dev_params = st.dev->allocate(n);

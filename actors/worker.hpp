@@ -13,6 +13,8 @@
 #include <actrain/model.hpp>
 #include <actrain/protocol.hpp>
 
+#include "actors/compression.hpp"
+
 namespace actrain {
 
 /// Work still to do: rows of the training set, walked `epochs` times.
@@ -34,6 +36,7 @@ struct worker_state {
   buffer dev_params, dev_grad, dev_x, dev_y;  ///< only used when the backend is not the host
   std::vector<float> params, grad, x, y;
   tensor_pool sent_grads;  ///< pushed gradients, recycled once every shard has applied them
+  gradient_encoder enc;    ///< cfg.compression, and top-k's residual
   // step bookkeeping
   std::int64_t step = 0;         ///< next step to compute
   std::int64_t skip = 0;         ///< resume: batches still to read past before computing

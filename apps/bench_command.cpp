@@ -3,6 +3,7 @@
 #include "apps/commands.hpp"
 #include "bench/bench.hpp"
 #include "bench/bench_checkpoint.hpp"
+#include "bench/bench_compression.hpp"
 #include "bench/bench_modes.hpp"
 #include "bench/bench_sparse.hpp"
 #include "bench/bench_staleness.hpp"
@@ -31,10 +32,11 @@ int bench_command(const std::vector<std::string>& args) {
   if (what == "staleness") return bench_staleness(rest);
   if (what == "checkpoint") return bench_checkpoint(rest);
   if (what == "sparse") return bench_sparse(rest);
+  if (what == "compression") return bench_compression(rest);
   if (what == "gpu") return bench_gpu(rest);
   std::cerr
       << "actrain bench: unknown benchmark '" << what
-      << "' (foundation, reference, engine, modes, staleness, checkpoint, wire, sparse, gpu)\n";
+      << "' (foundation, reference, engine, modes, staleness, checkpoint, wire, sparse, compression, gpu)\n";
   return 2;
 }
 

@@ -38,8 +38,8 @@ app_config::app_config() {
       .add<double>("straggler-jitter", "stragglers: plus uniform [0, jitter) seconds per step")
       .add<double>("simulated-compute", "> 0: seconds of busy time instead of forward/backward")
       .add<bool>("local-aggregation", "workers of one process push one combined slice per shard")
-      .add<str>("compression", "sparse models: none | fp16 | topk (row gradients)")
-      .add<double>("topk-fraction", "topk: fraction of a step's rows sent (error feedback)");
+      .add<str>("compression", "gradients on the wire: none | fp16 | topk (error feedback)")
+      .add<double>("topk-fraction", "topk: fraction of a step's entries (sparse: rows) sent");
   opt_group{custom_options_, "model"}
       .add<str>("kind", "linear | softmax | mlp | a registered kind (further keys: its options)")
       .add<std::vector<int64_t>>("hidden", "mlp hidden layer sizes, e.g. [256]")
@@ -448,6 +448,8 @@ job_spec job_from_config(const app_config& cfg) {
   j.eval_every = f64("job.eval-every", j.eval_every);
   j.window = i32("job.window", j.window);
   j.clip_norm = static_cast<float>(f64("job.clip-norm", j.clip_norm));
+  j.compression = str("job.compression", j.compression);
+  j.topk_fraction = f64("job.topk-fraction", j.topk_fraction);
   j.seed = static_cast<std::uint64_t>(i64("job.seed", static_cast<std::int64_t>(j.seed)));
   j.device = str("job.device", j.device);
   j.metrics_path = str("job.metrics", j.metrics_path);

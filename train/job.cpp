@@ -155,6 +155,10 @@ void validate(const job_spec& job) {
          "must be in [0, 1] (0 = off), got " + std::to_string(job.target_accuracy));
   if (!(job.clip_norm >= 0) || !std::isfinite(job.clip_norm))
     fail("clip_norm", "must be >= 0 (0 = off), got " + std::to_string(job.clip_norm));
+  if (job.compression != "none" && job.compression != "fp16" && job.compression != "topk")
+    fail("compression", "must be none, fp16 or topk, got '" + job.compression + "'");
+  if (!(job.topk_fraction > 0 && job.topk_fraction <= 1))
+    fail("topk_fraction", "must be in (0, 1], got " + std::to_string(job.topk_fraction));
   validate_device(job.device);
   for (std::size_t i = 0; i < job.stragglers.size(); ++i)
     if (job.stragglers[i] < 0 || job.stragglers[i] >= job.workers)

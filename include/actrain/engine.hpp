@@ -55,6 +55,11 @@ struct worker_config {
   double delay_jitter_s = 0;       ///< straggler: plus uniform [0, jitter) seconds per step
   double simulated_compute_s = 0;  ///< > 0: replace forward/backward by this much busy time
   bool shuffle = true;             ///< false: walk rows in order (tests that line batches up)
+  /// Gradients on the wire: "none", "fp16" (half precision) or "topk" (per slice and step the
+  /// topk_fraction of entries with the largest |gradient + residual|; the rest stays on the
+  /// worker as the residual and joins later steps: error feedback). job_spec::compression.
+  std::string compression = "none";
+  double topk_fraction = 0.01;
 };
 
 /// Callbacks the coordinator makes on its own thread (keep them short).

@@ -55,6 +55,10 @@ struct job_spec {
   double eval_every = 1;       ///< evaluate every this many epochs
   int window = 2;              ///< max outstanding pushes per shard per worker
   float clip_norm = 0;         ///< worker-side gradient clipping (0 = off)
+  /// Gradients on the wire: "none", "fp16" or "topk" (error feedback: what a step does not send
+  /// stays on the worker and joins later steps); worker_config::compression.
+  std::string compression = "none";
+  double topk_fraction = 0.01;  ///< topk: fraction of each slice's entries sent per step
   std::uint64_t seed = 42;
   std::string device = "cpu";  ///< worker compute: "cpu", "cuda:N", "auto"
   std::string metrics_path;    ///< CSV/JSON-lines metrics file ("" = none)

@@ -22,7 +22,7 @@ namespace actrain {
 /// Bumped whenever a message layout changes; checked when a node registers.
 /// 7: sparse shards' row messages; 5: doubles as their IEEE 754 bits, float vectors as raw blocks
 /// (wire.hpp); 4: checkpoints at a step, resumed assignments.
-constexpr std::uint32_t protocol_version = 7;
+constexpr std::uint32_t protocol_version = 8;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -82,6 +82,13 @@ struct gradient {
   std::int32_t rows = 0;
   tensor values;
   std::uint64_t transfer = 0;  ///< as in weights: values sent before as chunks (proxy -> gateway)
+  /// Compression (job_spec::compression); every receiver expands these into `values` first.
+  /// fp16: the slice as half-precision bit patterns, and `values` empty.
+  std::vector<std::uint16_t> half_values{};
+  /// topk: `values` holds only the entries at these positions of the slice (increasing), and
+  /// `length` is the slice's length; the other entries are zero.
+  std::vector<std::uint32_t> indices{};
+  std::int64_t length = 0;
 };
 
 /// What a shard says after applying (or dropping) a push.
@@ -150,6 +157,10 @@ struct engine_result {
   std::string last_checkpoint;           ///< path of the newest one ("" = none)
   double checkpoint_write_s = 0;         ///< seconds spent writing them (off the training path)
   std::int64_t checkpoint_bytes = 0;     ///< size of the newest one
+  /// Gradient payload bytes the workers pushed and weight bytes they received (all workers,
+  /// from their progress reports): what compression saves is measured here.
+  std::int64_t bytes_pushed = 0;
+  std::int64_t bytes_received = 0;
 };
 
 /// One piece of a large tensor crossing nodes: elements [offset, offset + part.size()) of a
@@ -246,7 +257,7 @@ typename Inspector::result_type inspect(Inspector& f, weights& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gradient& x) {
   return f(caf::meta::type_name("gradient"), x.worker, x.step, x.base_version, x.rows, x.values,
-           x.transfer);
+           x.transfer, wire_block(x.half_values), wire_block(x.indices), x.length);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor_chunk& x) {
@@ -312,7 +323,8 @@ typename Inspector::result_type inspect(Inspector& f, engine_result& x) {
   return f(caf::meta::type_name("engine_result"), x.ok, x.stopped, x.error, wire_block(x.params),
            x.history, wire_bits(x.seconds), x.samples, wire_bits(x.samples_per_s), x.test,
            x.staleness_histogram, x.shards, x.workers_lost, x.checkpoints, x.checkpoints_skipped,
-           x.last_checkpoint, wire_bits(x.checkpoint_write_s), x.checkpoint_bytes);
+           x.last_checkpoint, wire_bits(x.checkpoint_write_s), x.checkpoint_bytes, x.bytes_pushed,
+           x.bytes_received);
 }
 
 template <class Inspector>
