@@ -98,6 +98,7 @@ void record_eval(self_ptr self, std::vector<float> params, bool final_eval, std:
   }
   p.test_loss = res.loss;
   p.test_accuracy = res.accuracy;
+  p.classes = res.classes;
   st.loss_sum = 0;
   st.loss_rows = 0;
   st.result.history.push_back(p);
@@ -105,8 +106,8 @@ void record_eval(self_ptr self, std::vector<float> params, bool final_eval, std:
   write_pending(self);
   if (auto* hub = st.cfg.hooks.hub) {
     // Evaluation points carry the test metrics; throughput comes from the ticks' intervals.
-    hub->add_curve_point(
-        {p.seconds, p.samples, p.train_loss, p.test_loss, p.test_accuracy, std::nan("")});
+    hub->add_curve_point({p.seconds, p.samples, p.train_loss, p.test_loss, p.test_accuracy,
+                          std::nan(""), p.classes});
     publish_snapshot(st, *hub, false);
   }
   if (final_eval) {

@@ -93,6 +93,7 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
     if (!st.result.history.empty()) {
       s.test_loss = st.result.history.back().test_loss;
       s.test_accuracy = st.result.history.back().test_accuracy;
+      s.classes = st.result.history.back().classes;
     } else {  // not measured yet: null in /status, NaN in /metrics, "-" on the console
       s.test_loss = std::numeric_limits<double>::quiet_NaN();
       s.test_accuracy = std::numeric_limits<double>::quiet_NaN();

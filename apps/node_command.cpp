@@ -1,4 +1,5 @@
 #include "apps/node_command.hpp"
+#include "observe/console.hpp"
 #include "observe/http_server.hpp"
 
 #include <algorithm>
@@ -286,7 +287,8 @@ int node_command(const std::vector<std::string>& argv) {
     hooks.engine.on_eval = [&](const progress_point& p) {
       std::cout << tag << "epoch " << p.epoch << "/" << job.epochs << "  step " << p.step
                 << "  train loss " << std::setprecision(4) << p.train_loss << "  test loss "
-                << p.test_loss << "  test acc " << p.test_accuracy << std::endl;
+                << p.test_loss << "  test acc " << p.test_accuracy
+                << observe::class_summary(p.classes) << std::endl;
     };
     hooks.engine.on_event = hooks.on_event;
     observe::metrics_hub hub;

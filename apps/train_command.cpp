@@ -109,12 +109,12 @@ int train_command(const std::vector<std::string>& argv) {
     std::cout << (observe::progress_reporter::stdout_is_terminal() ? "\n" : "") << "epoch "
               << p.epoch << "/" << job.epochs << "  step " << p.step << "  train loss "
               << std::setprecision(4) << p.train_loss << "  test loss " << p.test_loss
-              << "  test acc " << p.test_accuracy << "  "
+              << "  test acc " << p.test_accuracy << observe::class_summary(p.classes) << "  "
               << static_cast<long>(p.samples / std::max(p.seconds, 1e-9)) << " samples/s  "
               << std::setprecision(3) << p.seconds << " s" << std::endl;
     if (metrics)
       metrics->append({p.seconds, p.samples, p.train_loss, p.test_loss, p.test_accuracy,
-                       p.samples / std::max(p.seconds, 1e-9)});
+                       p.samples / std::max(p.seconds, 1e-9), p.classes});
   };
   hooks.on_event = [](const std::string& line) { std::cout << line << std::endl; };
   hooks.on_tick = [&](const progress_point&, double) {
@@ -153,6 +153,10 @@ int train_command(const std::vector<std::string>& argv) {
             << res.test.loss << ", test accuracy " << res.test.accuracy << ", "
             << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds << " s"
             << std::endl;
+  if (res.bytes_pushed > 0)
+    std::cout << "traffic: workers pushed " << std::setprecision(4) << res.bytes_pushed / 1e6
+              << " MB of gradients (compression " << job.compression << ") and received "
+              << res.bytes_received / 1e6 << " MB of weights" << std::endl;
   return 0;
 }
 

@@ -152,6 +152,14 @@ loss_sum dense_stack::evaluate(const float* params, const batch_view& batch) {
   return loss(batch, nullptr);
 }
 
+bool dense_stack::outputs(const float* params, const batch_view& batch, float* out_host) {
+  if (!check_batch(batch)) return true;
+  forward(params, batch);
+  backend_->download(out_host, act_.back().data(),
+                     static_cast<std::size_t>(batch.rows) * layers_.back().out);
+  return true;
+}
+
 void dense_stack::init(float* p, std::uint64_t seed) const {
   std::fill(p, p + num_params_, 0.0f);
   if (spec_.kind == "linear") return;  // convex: zeros are the natural, reproducible start

@@ -26,6 +26,7 @@ class dense_stack final : public model {
   void init(float* params, std::uint64_t seed) const override;
   loss_sum forward_backward(const float* params, const batch_view& batch, float* grad) override;
   loss_sum evaluate(const float* params, const batch_view& batch) override;
+  bool outputs(const float* params, const batch_view& batch, float* out_host) override;
   bool is_classifier() const override { return spec_.kind != "linear"; }
 
   const model_spec& spec() const { return spec_; }

@@ -101,6 +101,10 @@ double model_args::option_double(const std::string& key, double fallback) const 
   return v;
 }
 
+bool model::outputs(const float*, const batch_view&, float*) {
+  return false;
+}
+
 std::vector<float> model::init_params(std::uint64_t seed) const {
   std::vector<float> p(num_params(), 0.0f);
   init(p.data(), seed);

@@ -197,6 +197,12 @@ std::string run_summary(const run_snapshot& s) {
                                    {"train loss", fixed(s.train_loss, 4)},
                                    {"test loss", fixed(s.test_loss, 4)},
                                    {"test accuracy", fixed(s.test_accuracy, 4)},
+                                   {"macro precision / recall / AP",
+                                    s.classes.empty()
+                                        ? "-"
+                                        : fixed(s.classes.macro_precision, 4) + " / " +
+                                              fixed(s.classes.macro_recall, 4) + " / " +
+                                              fixed(s.classes.macro_average_precision, 4)},
                                    {"dropped late", std::to_string(s.dropped_late)}});
   if (!s.workers.empty()) {
     std::vector<std::vector<std::string>> rows;
@@ -219,6 +225,24 @@ std::string run_summary(const run_snapshot& s) {
                                  "dropped", "staleness", "momentum"},
                                 rows);
   }
+  if (!s.classes.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    const auto& c = s.classes;
+    for (std::size_t k = 0; k < c.precision.size(); ++k)
+      rows.push_back({std::to_string(k), fixed(c.precision[k], 4), fixed(c.recall[k], 4),
+                      fixed(c.average_precision[k], 4), std::to_string(c.support[k])});
+    rows.push_back({"macro", fixed(c.macro_precision, 4), fixed(c.macro_recall, 4),
+                    fixed(c.macro_average_precision, 4), ""});
+    out += '\n' + summary_table({"class", "precision", "recall", "AP", "rows"}, rows);
+  }
+  return out;
+}
+
+std::string class_summary(const class_report& c) {
+  if (c.empty()) return "";
+  std::string out = "  macro P " + fixed(c.macro_precision, 4) + "  R " +
+                    fixed(c.macro_recall, 4) + "  AP " + fixed(c.macro_average_precision, 4);
+  if (c.precision.size() == 2) out += "  AUC " + fixed(c.auc, 4);
   return out;
 }
 

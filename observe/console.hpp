@@ -55,7 +55,12 @@ std::string summary_table(const std::vector<std::pair<std::string, std::string>>
 std::string summary_table(const std::vector<std::string>& header,
                           const std::vector<std::vector<std::string>>& rows);
 
-/// The final report of a run: job totals, then one row per worker and one per shard.
+/// The final report of a run: job totals, then one row per worker and one per shard (and, for
+/// a classifier, one per class: precision, recall, average precision, rows).
 std::string run_summary(const run_snapshot& s);
+
+/// An evaluation line's classifier figures: "  macro P 0.8512  R 0.8523  AP 0.9123" (and
+/// "  AUC 0.9311" for two classes); "" when the report is empty.
+std::string class_summary(const class_report& c);
 
 }  // namespace actrain::observe

@@ -1,5 +1,7 @@
 #include "observe/metrics_file.hpp"
 
+#include "observe/status_json.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -40,7 +42,8 @@ metrics_file_writer::metrics_file_writer(const std::string& path) : path_(path) 
   if (!out_) throw std::runtime_error("metrics file '" + path + "': cannot open for appending");
   out_.seekp(0, std::ios::end);
   if (csv_ && out_.tellp() == std::streampos(0)) {
-    out_ << "seconds,samples,train_loss,test_loss,test_accuracy,samples_per_s\n";
+    out_ << "seconds,samples,train_loss,test_loss,test_accuracy,samples_per_s,macro_precision,"
+            "macro_recall,macro_average_precision,auc\n";
     out_.flush();
   }
 }
@@ -49,7 +52,14 @@ void metrics_file_writer::append(const curve_point& p) {
   if (csv_) {
     out_ << csv_number(p.seconds) << ',' << p.samples << ',' << csv_number(p.train_loss) << ','
          << csv_number(p.test_loss) << ',' << csv_number(p.test_accuracy) << ','
-         << csv_number(p.samples_per_s) << '\n';
+         << csv_number(p.samples_per_s);
+    // Classifiers' macro figures; empty fields where no report was made.
+    const double none = std::nan("");
+    const auto& c = p.classes;
+    out_ << ',' << csv_number(c.empty() ? none : c.macro_precision) << ','
+         << csv_number(c.empty() ? none : c.macro_recall) << ','
+         << csv_number(c.empty() ? none : c.macro_average_precision) << ','
+         << csv_number(c.empty() ? none : c.auc) << '\n';
   } else {
     nlohmann::ordered_json j;
     j["seconds"] = json_number(p.seconds);
@@ -58,6 +68,7 @@ void metrics_file_writer::append(const curve_point& p) {
     j["test_loss"] = json_number(p.test_loss);
     j["test_accuracy"] = json_number(p.test_accuracy);
     j["samples_per_s"] = json_number(p.samples_per_s);
+    if (!p.classes.empty()) j["classes"] = class_report_json<nlohmann::ordered_json>(p.classes);
     out_ << j.dump() << '\n';
   }
   out_.flush();

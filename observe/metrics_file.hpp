@@ -8,9 +8,12 @@ namespace actrain::observe {
 
 /// Appends a run's curve points to a metrics file, one row per point, flushed per row so a
 /// crash loses at most the row being written. The format follows the extension:
-///   .csv   header "seconds,samples,train_loss,test_loss,test_accuracy,samples_per_s" (written
-///          when the file is new or empty); a non-finite value is an empty field;
-///   .jsonl one JSON object per line with the same keys; a non-finite value is null.
+///   .csv   header "seconds,samples,train_loss,test_loss,test_accuracy,samples_per_s,
+///          macro_precision,macro_recall,macro_average_precision,auc" (written when the file is
+///          new or empty); a non-finite value, or a figure not measured, is an empty field;
+///   .jsonl one JSON object per line with the same keys but the macro ones, and "classes":
+///          the per-class report (class_report_json) on classifiers' evaluation points only;
+///          a non-finite value is null.
 /// Not thread-safe: one writer per file, called from one thread.
 class metrics_file_writer {
  public:

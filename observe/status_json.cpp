@@ -28,6 +28,7 @@ nlohmann::json status_json(const run_snapshot& s) {
   j["train_loss"] = num(s.train_loss);
   j["test_loss"] = num(s.test_loss);
   j["test_accuracy"] = num(s.test_accuracy);
+  j["classes"] = class_report_json<nlohmann::json>(s.classes);
   j["finished"] = s.finished;
   j["dropped_late"] = s.dropped_late;
 

@@ -41,6 +41,13 @@ eval_result evaluate(const model_spec& spec, const std::vector<float>& params, c
 
   double loss = 0;
   std::int64_t correct = 0;
+  // Classifiers: every row's outputs, for the per-class report (rows x classes floats, as
+  // large as the labels times the classes; nothing when the model does not provide them).
+  const bool classify = m->is_classifier() && spec.output_dim >= 2;
+  const auto classes = static_cast<std::size_t>(spec.output_dim);
+  std::vector<float> logits;
+  bool have_outputs = classify;
+  if (classify) logits.resize(static_cast<std::size_t>(d.rows) * classes);
   for (std::int64_t begin = 0; begin < d.rows; begin += max_rows) {
     const int rows = static_cast<int>(std::min<std::int64_t>(max_rows, d.rows - begin));
     const float* x = d.x.data() + static_cast<std::size_t>(begin) * f;
@@ -54,11 +61,17 @@ eval_result evaluate(const model_spec& spec, const std::vector<float>& params, c
     const loss_sum s = m->evaluate(p, batch_view{rows, x, y});
     loss += s.loss;
     correct += s.correct;
+    if (have_outputs)
+      have_outputs = m->outputs(p, batch_view{rows, x, y},
+                                logits.data() + static_cast<std::size_t>(begin) * classes);
   }
   b.synchronize();
   r.rows = d.rows;
   r.loss = loss / static_cast<double>(d.rows);
   r.accuracy = m->is_classifier() ? static_cast<double>(correct) / static_cast<double>(d.rows) : 0;
+  // A diverged model's NaN outputs rank nothing: its loss says so, and no report is made.
+  if (have_outputs && std::none_of(logits.begin(), logits.end(), [](float v) { return v != v; }))
+    r.classes = classification_report(logits, d.y, spec.output_dim);
   return r;
 }
 

@@ -76,6 +76,7 @@ train_result reference_train(const job_spec& job, const job_data& data,
     const eval_result e = evaluate(job.model, host_params, data.test, *b);
     p.test_loss = e.loss;
     p.test_accuracy = e.accuracy;
+    p.classes = e.classes;
     r.test = e;
     r.history.push_back(p);
     if (on_progress) on_progress(p);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <actrain/data.hpp>
+#include <actrain/metrics.hpp>
 #include <actrain/model.hpp>
 #include <actrain/optim.hpp>
 
@@ -136,6 +137,9 @@ struct eval_result {
   double loss = 0;
   double accuracy = 0;  ///< 0 for regression
   std::int64_t rows = 0;
+  /// Classifiers whose model provides its outputs: precision, recall and average precision per
+  /// class, their macro means, and AUC for two classes.
+  class_report classes{};
 };
 eval_result evaluate(const model_spec& spec, const std::vector<float>& params, const dataset& d,
                      backend& b, int batch_rows = 1000);

@@ -97,6 +97,11 @@ class model {
   virtual loss_sum evaluate(const float* params, const batch_view& batch) = 0;
   /// True when outputs are class scores and y holds class indices (evaluation reports accuracy).
   virtual bool is_classifier() const = 0;
+  /// Forward only: the raw outputs for the batch (rows x output_dim, row-major: class scores
+  /// before the softmax, or predictions) into `out_host`, in host memory. Returns false when the
+  /// model does not provide them (this default): evaluation then reports loss and accuracy but
+  /// no per-class precision, recall and average precision.
+  virtual bool outputs(const float* params, const batch_view& batch, float* out_host);
 
   /// init() into a fresh host vector.
   std::vector<float> init_params(std::uint64_t seed) const;

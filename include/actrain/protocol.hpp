@@ -310,13 +310,20 @@ typename Inspector::result_type inspect(Inspector& f, shard_range_t& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, class_report& x) {
+  return f(caf::meta::type_name("class_report"), wire_block(x.precision), wire_block(x.recall),
+           wire_block(x.average_precision), wire_block(x.support), wire_bits(x.macro_precision),
+           wire_bits(x.macro_recall), wire_bits(x.macro_average_precision), wire_bits(x.auc));
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eval_result& x) {
-  return f(caf::meta::type_name("eval_result"), wire_bits(x.loss), wire_bits(x.accuracy), x.rows);
+  return f(caf::meta::type_name("eval_result"), wire_bits(x.loss), wire_bits(x.accuracy), x.rows,
+           x.classes);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, progress_point& x) {
   return f(caf::meta::type_name("progress_point"), x.epoch, x.step, x.samples, wire_bits(x.seconds),
-           wire_bits(x.train_loss), wire_bits(x.test_loss), wire_bits(x.test_accuracy));
+           wire_bits(x.train_loss), wire_bits(x.test_loss), wire_bits(x.test_accuracy), x.classes);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_result& x) {

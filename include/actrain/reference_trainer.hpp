@@ -15,6 +15,7 @@ struct progress_point {
   double train_loss = 0;  ///< mean loss over the epoch's batches
   double test_loss = 0;
   double test_accuracy = 0;
+  class_report classes{};  ///< the evaluation's per-class report (eval_result::classes)
 };
 
 struct train_result {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <actrain/metrics.hpp>
+
 /// What the coordinator knows about a running job, as plain values.
 /// This header is CAF-free: the coordinator copies its state in through metrics_hub::update and
 /// every reader (HTTP endpoint, console, metrics file) works on a snapshot copy.
@@ -78,6 +80,7 @@ struct curve_point {
   double test_loss = 0;
   double test_accuracy = 0;
   double samples_per_s = 0;
+  class_report classes{};  ///< evaluation points of classifiers: the per-class report
 };
 
 /// Everything the observers show. Copyable; produced by metrics_hub::snapshot().
@@ -95,6 +98,7 @@ struct run_snapshot {
   double train_loss = 0;
   double test_loss = 0;
   double test_accuracy = 0;
+  class_report classes{};  ///< the last evaluation's per-class report (empty: none)
   bool finished = false;
   std::vector<worker_status> workers;
   std::vector<shard_status> shards;

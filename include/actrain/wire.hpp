@@ -98,6 +98,9 @@ inline wire_vector<std::uint16_t> wire_block(std::vector<std::uint16_t>& v) {
 inline wire_vector<std::uint32_t> wire_block(std::vector<std::uint32_t>& v) {
   return {v};
 }
+inline wire_vector<double> wire_block(std::vector<double>& v) {
+  return {v};
+}
 
 template <class Inspector, class T>
 typename Inspector::result_type inspect(Inspector& f, wire_vector<T>& w) {

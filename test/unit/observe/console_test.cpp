@@ -117,15 +117,17 @@ TEST_F(metrics_files, csv_rows_are_on_disk_after_each_append_and_reopen_appends)
     w.append({1.5, 100, 0.5, NAN, 0.25, 1000});
     // Flushed per row: visible before the writer goes away.
     EXPECT_EQ(read(path),
-              "seconds,samples,train_loss,test_loss,test_accuracy,samples_per_s\n"
-              "1.5,100,0.5,,0.25,1000\n");
+              "seconds,samples,train_loss,test_loss,test_accuracy,samples_per_s,macro_precision,"
+              "macro_recall,macro_average_precision,auc\n"
+              "1.5,100,0.5,,0.25,1000,,,,\n");
   }
   metrics_file_writer again(path);
   again.append({2, 200, 0.1, 0.2, 0.3, 12.75});
   EXPECT_EQ(read(path),
-            "seconds,samples,train_loss,test_loss,test_accuracy,samples_per_s\n"
-            "1.5,100,0.5,,0.25,1000\n"
-            "2,200,0.1,0.2,0.3,12.75\n");
+            "seconds,samples,train_loss,test_loss,test_accuracy,samples_per_s,macro_precision,"
+              "macro_recall,macro_average_precision,auc\n"
+            "1.5,100,0.5,,0.25,1000,,,,\n"
+            "2,200,0.1,0.2,0.3,12.75,,,,\n");
 }
 
 TEST_F(metrics_files, jsonl_rows_are_objects_with_null_for_missing) {
@@ -138,6 +140,29 @@ TEST_F(metrics_files, jsonl_rows_are_objects_with_null_for_missing) {
             "\"test_accuracy\":0.25,\"samples_per_s\":1000.0}\n"
             "{\"seconds\":2.0,\"samples\":200,\"train_loss\":0.1,\"test_loss\":0.2,"
             "\"test_accuracy\":0.3,\"samples_per_s\":12.75}\n");
+}
+
+TEST_F(metrics_files, a_classifiers_points_carry_macro_figures_and_the_per_class_report) {
+  class_report c;
+  c.precision = {0.5, 0.75};
+  c.recall = {1.0, 0.25};
+  c.average_precision = {0.9, 0.5};
+  c.support = {3, 1};
+  c.macro_precision = 0.625;
+  c.macro_recall = 0.625;
+  c.macro_average_precision = 0.7;
+  c.auc = 0.8;
+  const auto csv = (dir_ / "m.csv").string();
+  metrics_file_writer(csv).append({1, 10, 0.5, 0.4, 0.9, 100, c});
+  EXPECT_NE(read(csv).find("\n1,10,0.5,0.4,0.9,100,0.625,0.625,0.7,0.8\n"), std::string::npos);
+  const auto jsonl = (dir_ / "m.jsonl").string();
+  metrics_file_writer(jsonl).append({1, 10, 0.5, 0.4, 0.9, 100, c});
+  EXPECT_NE(read(jsonl).find("\"classes\":{\"precision\":[0.5,0.75],\"recall\":[1.0,0.25],"
+                             "\"average_precision\":[0.9,0.5],\"support\":[3,1],"
+                             "\"macro_precision\":0.625,\"macro_recall\":0.625,"
+                             "\"macro_average_precision\":0.7,\"auc\":0.8}"),
+            std::string::npos)
+      << read(jsonl);
 }
 
 TEST_F(metrics_files, bad_extension_and_bad_folder_name_the_path) {

@@ -58,5 +58,30 @@ TEST(evaluate, rejects_wrong_sizes_and_handles_an_empty_set) {
   EXPECT_EQ(empty.rows, 0);
 }
 
+TEST(evaluate, a_classifier_reports_precision_recall_and_average_precision_per_class) {
+  // W = I (3 x 3), b = 0: the logits are the rows themselves, the five rows of
+  // class_metrics_test's hand-worked case; every batch size gives the same report.
+  model_spec spec{"softmax", 3, 3, {}};
+  std::vector<float> params(12, 0.f);
+  params[0] = params[4] = params[8] = 1.f;
+  const dataset d =
+      make_set(3, 3, {2, 0, 0, 0, 1, 0, 0, 2, 1, 0, 0, 3, 1, 0, 0}, {0, 1, 2, 0, 1});
+  auto cpu = make_cpu_backend();
+  for (int batch : {1, 2, 1000}) {
+    const eval_result r = evaluate(spec, params, d, *cpu, batch);
+    ASSERT_EQ(r.classes.precision.size(), 3u) << "batch " << batch;
+    EXPECT_DOUBLE_EQ(r.classes.precision[0], 0.5);
+    EXPECT_DOUBLE_EQ(r.classes.recall[2], 0);
+    EXPECT_NEAR(r.classes.average_precision[0], 0.7, 1e-6);
+    EXPECT_NEAR(r.classes.average_precision[1], 0.25 + 1.0 / 3, 1e-6);
+    EXPECT_NEAR(r.classes.macro_recall, 1.0 / 3, 1e-12);
+    EXPECT_DOUBLE_EQ(r.accuracy, 0.4);
+  }
+  // Regression has no report.
+  model_spec lin{"linear", 2, 1, {}};
+  const dataset l = make_set(2, 0, {1, 0, 0, 1}, {1, 0});
+  EXPECT_TRUE(evaluate(lin, {1.f, -2.f, 0.5f}, l, *cpu).classes.empty());
+}
+
 }  // namespace
 }  // namespace actrain
