@@ -34,9 +34,9 @@ int bench_command(const std::vector<std::string>& args) {
   if (what == "sparse") return bench_sparse(rest);
   if (what == "compression") return bench_compression(rest);
   if (what == "gpu") return bench_gpu(rest);
-  std::cerr
-      << "actrain bench: unknown benchmark '" << what
-      << "' (foundation, reference, engine, modes, staleness, checkpoint, wire, sparse, compression, gpu)\n";
+  std::cerr << "actrain bench: unknown benchmark '" << what
+            << "' (foundation, reference, engine, modes, staleness, checkpoint, wire, sparse, "
+               "compression, gpu)\n";
   return 2;
 }
 

@@ -186,24 +186,24 @@ std::string summary_table(const std::vector<std::string>& header,
 }
 
 std::string run_summary(const run_snapshot& s) {
-  std::string out = summary_table({{"job", s.job},
-                                   {"mode", s.mode},
-                                   {"epochs", std::to_string(s.finished ? s.epoch + 1 : s.epoch) +
-                                                  "/" + std::to_string(s.epochs)},
-                                   {"steps", std::to_string(s.step)},
-                                   {"samples", std::to_string(s.samples)},
-                                   {"time", format_duration(s.elapsed_s)},
-                                   {"samples/s", grouped(s.samples_per_s)},
-                                   {"train loss", fixed(s.train_loss, 4)},
-                                   {"test loss", fixed(s.test_loss, 4)},
-                                   {"test accuracy", fixed(s.test_accuracy, 4)},
-                                   {"macro precision / recall / AP",
-                                    s.classes.empty()
-                                        ? "-"
+  std::string out =
+      summary_table({{"job", s.job},
+                     {"mode", s.mode},
+                     {"epochs", std::to_string(s.finished ? s.epoch + 1 : s.epoch) + "/" +
+                                    std::to_string(s.epochs)},
+                     {"steps", std::to_string(s.step)},
+                     {"samples", std::to_string(s.samples)},
+                     {"time", format_duration(s.elapsed_s)},
+                     {"samples/s", grouped(s.samples_per_s)},
+                     {"train loss", fixed(s.train_loss, 4)},
+                     {"test loss", fixed(s.test_loss, 4)},
+                     {"test accuracy", fixed(s.test_accuracy, 4)},
+                     {"macro precision / recall / AP",
+                      s.classes.empty() ? "-"
                                         : fixed(s.classes.macro_precision, 4) + " / " +
                                               fixed(s.classes.macro_recall, 4) + " / " +
                                               fixed(s.classes.macro_average_precision, 4)},
-                                   {"dropped late", std::to_string(s.dropped_late)}});
+                     {"dropped late", std::to_string(s.dropped_late)}});
   if (!s.workers.empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& w : s.workers)
@@ -240,8 +240,8 @@ std::string run_summary(const run_snapshot& s) {
 
 std::string class_summary(const class_report& c) {
   if (c.empty()) return "";
-  std::string out = "  macro P " + fixed(c.macro_precision, 4) + "  R " +
-                    fixed(c.macro_recall, 4) + "  AP " + fixed(c.macro_average_precision, 4);
+  std::string out = "  macro P " + fixed(c.macro_precision, 4) + "  R " + fixed(c.macro_recall, 4) +
+                    "  AP " + fixed(c.macro_average_precision, 4);
   if (c.precision.size() == 2) out += "  AUC " + fixed(c.auc, 4);
   return out;
 }

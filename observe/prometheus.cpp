@@ -118,7 +118,8 @@ std::string prometheus_text(const run_snapshot& s) {
     const auto& c = s.classes;
     auto per_class = [&](const char* name, const char* help, const std::vector<double>& v) {
       w.family(name, "gauge", help);
-      for (std::size_t k = 0; k < v.size(); ++k) w.sample(name, {{"class", std::to_string(k)}}, v[k]);
+      for (std::size_t k = 0; k < v.size(); ++k)
+        w.sample(name, {{"class", std::to_string(k)}}, v[k]);
     };
     per_class("actrain_test_precision", "Precision of each class at the last evaluation.",
               c.precision);
@@ -132,7 +133,8 @@ std::string prometheus_text(const run_snapshot& s) {
     w.gauge("actrain_test_macro_average_precision", "Average precision averaged over the classes.",
             c.macro_average_precision);
     if (c.precision.size() == 2)
-      w.gauge("actrain_test_auc", "ROC AUC of class 1 at the last evaluation (two classes).", c.auc);
+      w.gauge("actrain_test_auc", "ROC AUC of class 1 at the last evaluation (two classes).",
+              c.auc);
   }
   w.gauge("actrain_finished", "1 once the job has finished.", s.finished ? 1 : 0);
   w.counter("actrain_dropped_late_gradients_total",

@@ -28,7 +28,8 @@ double average_precision(const std::vector<double>& scores, const std::vector<ch
   for (std::size_t i = 0; i < order.size();) {
     std::size_t j = i;
     std::int64_t gained = 0;
-    for (; j < order.size() && scores[order[j]] == scores[order[i]]; ++j) gained += positive[order[j]];
+    for (; j < order.size() && scores[order[j]] == scores[order[i]]; ++j)
+      gained += positive[order[j]];
     tp += gained;
     seen += static_cast<std::int64_t>(j - i);
     if (gained > 0)
@@ -77,7 +78,8 @@ class_report classification_report(const std::vector<float>& logits,
     predicted[r] = static_cast<int>(best);
     double sum = 0;
     for (std::size_t c = 0; c < k; ++c) sum += std::exp(static_cast<double>(z[c]) - top);
-    for (std::size_t c = 0; c < k; ++c) prob[c][r] = std::exp(static_cast<double>(z[c]) - top) / sum;
+    for (std::size_t c = 0; c < k; ++c)
+      prob[c][r] = std::exp(static_cast<double>(z[c]) - top) / sum;
   }
   class_report out;
   out.precision.assign(k, 0);

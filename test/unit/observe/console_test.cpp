@@ -125,7 +125,7 @@ TEST_F(metrics_files, csv_rows_are_on_disk_after_each_append_and_reopen_appends)
   again.append({2, 200, 0.1, 0.2, 0.3, 12.75});
   EXPECT_EQ(read(path),
             "seconds,samples,train_loss,test_loss,test_accuracy,samples_per_s,macro_precision,"
-              "macro_recall,macro_average_precision,auc\n"
+            "macro_recall,macro_average_precision,auc\n"
             "1.5,100,0.5,,0.25,1000,,,,\n"
             "2,200,0.1,0.2,0.3,12.75,,,,\n");
 }

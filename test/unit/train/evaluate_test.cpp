@@ -64,8 +64,7 @@ TEST(evaluate, a_classifier_reports_precision_recall_and_average_precision_per_c
   model_spec spec{"softmax", 3, 3, {}};
   std::vector<float> params(12, 0.f);
   params[0] = params[4] = params[8] = 1.f;
-  const dataset d =
-      make_set(3, 3, {2, 0, 0, 0, 1, 0, 0, 2, 1, 0, 0, 3, 1, 0, 0}, {0, 1, 2, 0, 1});
+  const dataset d = make_set(3, 3, {2, 0, 0, 0, 1, 0, 0, 2, 1, 0, 0, 3, 1, 0, 0}, {0, 1, 2, 0, 1});
   auto cpu = make_cpu_backend();
   for (int batch : {1, 2, 1000}) {
     const eval_result r = evaluate(spec, params, d, *cpu, batch);
