@@ -6,6 +6,7 @@
 #include <numeric>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -56,7 +57,12 @@ __attribute__((target("avx,f16c"))) void decode_f16c(const std::uint16_t* h, std
 }
 
 bool cpu_has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  // CPUID leaf 1, ECX: bit 28 AVX, bit 29 F16C (clang's __builtin_cpu_supports has no "f16c").
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    return (c & (1u << 28)) != 0 && (c & (1u << 29)) != 0;
+  }();
   return yes;
 }
 #endif
