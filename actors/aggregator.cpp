@@ -96,14 +96,8 @@ caf::expected<push_ack> on_push(self_ptr self, gradient& g) {
     return make_error(errc::bad_config, "aggregator " + std::to_string(st.cfg.group) + ": worker " +
                                             std::to_string(g.worker) + " is not in this group");
   auto i = static_cast<std::size_t>(m);
-  if (is_compressed(g)) {
-    if (st.sum.size() == 0)
-      return make_error(errc::bad_config, "aggregator " + std::to_string(st.cfg.group) +
-                                              ": a compressed push, but the slice length is "
-                                              "unknown");
-    if (auto err = expand_gradient(g, st.sum.size(), "aggregator " + std::to_string(st.cfg.group)))
-      return err;
-  }
+  if (auto err = expand_gradient(g, st.sum.size(), "aggregator " + std::to_string(st.cfg.group)))
+    return err;
   st.sum.expect_size(g.values.size());
   if (g.values.size() != st.sum.size())
     return make_error(errc::bad_length, "aggregator " + std::to_string(st.cfg.group) + ": worker " +

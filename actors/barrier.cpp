@@ -133,15 +133,8 @@ void maybe_close(self_ptr self) {
 caf::error check(barrier_state& st, gradient& g) {
   // A compressed slice is expanded to the length this barrier was configured with; without one
   // (a barrier spawned without cfg.slice) a compressed push cannot be checked and is refused.
-  if (is_compressed(g)) {
-    if (st.sum.size() == 0)
-      return make_error(errc::bad_config, "barrier " + std::to_string(st.cfg.shard.id()) +
-                                              ": a compressed push, but the slice length is "
-                                              "unknown");
-    if (auto err =
-            expand_gradient(g, st.sum.size(), "barrier " + std::to_string(st.cfg.shard.id())))
-      return err;
-  }
+  if (auto err = expand_gradient(g, st.sum.size(), "barrier " + std::to_string(st.cfg.shard.id())))
+    return err;
   st.sum.expect_size(g.values.size());
   if (g.values.size() != st.sum.size())
     return make_error(errc::bad_length, "barrier " + std::to_string(st.cfg.shard.id()) +

@@ -15,6 +15,9 @@ bool is_compressed(const gradient& g) {
 caf::error expand_gradient(gradient& g, std::size_t n, const std::string& who) {
   if (!is_compressed(g)) return caf::none;
   auto from = who + ": gradient from worker " + std::to_string(g.worker) + ": ";
+  // A receiver that does not know its slice length (n = 0) cannot check a compressed slice.
+  if (n == 0)
+    return make_error(errc::bad_config, from + "compressed, but the slice length is unknown");
   if (!g.half_values.empty()) {
     if (!g.indices.empty() || !g.values.empty())
       return make_error(errc::bad_message,

@@ -18,7 +18,8 @@ bool is_compressed(const gradient& g);
 /// nothing was sent). A plain g is left as it is (its length is the receiver's own check).
 /// Refuses, naming `who` and the worker, what a misbehaving peer may send: both encodings at
 /// once, a half-precision or top-k length other than n, indices out of range or not increasing,
-/// and more values than indices. Nothing is allocated before the lengths are checked.
+/// more values than indices, and any compressed g when n is 0 (a receiver that does not know its
+/// slice length). Nothing is allocated before the lengths are checked.
 caf::error expand_gradient(gradient& g, std::size_t n, const std::string& who);
 
 /// The gradient bytes g carries on the wire (values, half values and indices).
