@@ -124,9 +124,18 @@ void close_step(self_ptr self) {
   release(self);
 }
 
+/// Closes the open step once K live workers sent their slice. A departed worker's slice is in the
+/// sum but does not stand in for a live one's (a worker that finished and left must not close a
+/// step another is still computing); with no live worker left, any slice closes it.
 void maybe_close(self_ptr self) {
   auto& st = self->state;
-  if (st.arrivals > 0 && st.arrivals >= expected(st)) close_step(self);
+  if (st.arrivals == 0) return;
+  std::int32_t departed = 0, live = 0;
+  for (std::size_t w = 0; w < st.active.size(); ++w) {
+    if (st.active[w]) ++live;
+    if (st.arrived[w] && !st.active[w]) ++departed;
+  }
+  if (live == 0 || st.arrivals - departed >= expected(st)) close_step(self);
 }
 
 /// A slice's length and values, checked before it touches the sum.

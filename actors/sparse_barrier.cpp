@@ -23,15 +23,17 @@ void release(self_ptr self) {
   }
 }
 
-/// Applies the oldest step once every worker still in the job pushed it.
+/// Applies the oldest step once every worker still in the job pushed it. A departed worker's rows
+/// are in the sum, but its arrival does not stand in for a live worker's; with no live worker
+/// left, any arrival closes the step.
 void try_apply(self_ptr self) {
   auto& st = self->state;
   if (st.applying || st.steps.empty()) return;
   auto it = st.steps.begin();
   if (it->first != st.applied) return;  // steps complete in order
-  auto expected = st.cfg.workers - static_cast<std::int32_t>(st.departed.size());
-  auto arrived = static_cast<std::int32_t>(it->second.arrived.size());
-  if (arrived < expected) return;  // arrivals of departed workers count too
+  auto& arrived = it->second.arrived;
+  for (std::int32_t w = 0; w < st.cfg.workers; ++w)
+    if (!st.departed.count(w) && !arrived.count(w)) return;
   auto& sum = it->second;
   row_gradient g;
   g.worker = -1;
@@ -43,6 +45,7 @@ void try_apply(self_ptr self) {
   g.base_versions = std::move(sum.base);
   g.values = std::move(sum.values);
   st.steps.erase(it);
+  st.closed = g.step + 1;
   st.applying = true;
   self->request(st.cfg.shard, caf::infinite, push_atom::value, std::move(g))
       .then(
@@ -74,9 +77,11 @@ sparse_shard_actor::behavior_type sparse_barrier(
         auto& st = self->state;
         auto dim = static_cast<std::size_t>(st.cfg.dim);
         if (auto err = take_row_values(g, st.cfg.dim)) return err;
-        if (g.step < st.applied || g.values.size() != g.ids.size() * dim ||
+        if (g.step < st.closed || g.values.size() != g.ids.size() * dim ||
             g.base_versions.size() != g.ids.size())
           return push_ack{st.applied, 0, false};  // late, or malformed: the shard never sees it
+        // A worker that left and was given rows again (a lost worker's) is back in the job.
+        st.departed.erase(g.worker);
         auto& sum = st.steps[g.step];
         if (!sum.arrived.insert(g.worker).second) return push_ack{st.applied, 0, false};
         sum.rows += g.rows;

@@ -24,6 +24,7 @@ struct sparse_barrier_state {
   static inline const char* name = "actrain.sparse_barrier";
   sparse_barrier_config cfg;
   std::int64_t applied = 0;  ///< steps applied: pulls for steps <= applied are answerable
+  std::int64_t closed = 0;   ///< steps applied or being applied: a push for an earlier one is late
   std::set<std::int32_t> departed;
   struct step_sum {
     std::set<std::int32_t> arrived;

@@ -406,8 +406,16 @@ sparse_result drive_sparse_job(caf::actor_system& sys, const sparse_job& job,
         },
         caf::after(wait) >> [] {});
     auto now = std::chrono::steady_clock::now();
-    if (now - last_report > job.stall_timeout)
-      failure = "no worker reported for " + std::to_string(job.stall_timeout.count()) + " ms";
+    if (now - last_report > job.stall_timeout) {
+      failure = "no worker reported for " + std::to_string(job.stall_timeout.count()) + " ms (";
+      for (std::size_t w = 0; w < progress.size(); ++w)
+        failure += (w ? ", worker " : "worker ") + std::to_string(w) + ": step " +
+                   std::to_string(progress[w].step) +
+                   (!progress[w].alive ? " lost"
+                    : progress[w].done ? " finished"
+                                       : " training");
+      failure += ")";
+    }
     if (job.hub && now >= next_tick) {
       next_tick = now + job.tick;
       publish(false);

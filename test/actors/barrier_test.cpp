@@ -143,6 +143,31 @@ TEST_F(barrier_test, a_worker_that_leaves_no_longer_holds_up_the_step) {
   EXPECT_EQ(values_of(answers[0]), (std::vector<float>{-0.5f, 0.5f, 3.f}));
 }
 
+// A worker that finished its rows and left after sending its last slice (a finished report
+// overtaking another worker's push) must not close the step the other is still computing: its
+// slice is in the mean, but it does not count as one of the live workers' K.
+TEST_F(barrier_test, a_departed_worker_s_slice_does_not_close_a_step_a_live_worker_owes) {
+  auto b = make("sync", 2);
+  push(b, 1, 0, 0, {0.f, 4.f, 0.f});
+  settle();
+  self->send(b, leave_atom::value, std::int32_t{1});
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 0) << "closed without worker 0's slice";
+  push(b, 0, 0, 0, {4.f, 0.f, 0.f});
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 1);
+  ASSERT_EQ(acks.size(), 2u);
+  EXPECT_TRUE(acks[1].applied) << "worker 0's slice was dropped as late";
+  pull(b, 0, 1);
+  settle();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(values_of(answers[0]), (std::vector<float>{-1.f, 0.f, 3.f}));  // mean {2, 2, 0}
+  // Worker 0 is the only one left: its slice alone closes the next step.
+  push(b, 0, 1, 1, {2.f, 0.f, 0.f});
+  settle();
+  EXPECT_EQ(stats(sh).pushes, 2);
+}
+
 // Leave means something only to barriers: a plain shard keeps serving the worker that left
 // (a worker it would drop or refuse afterwards fails this) and keeps its values.
 TEST_F(barrier_test, plain_shard_ignores_leave) {

@@ -205,6 +205,50 @@ TEST_F(sparse_test, the_sync_barrier_applies_the_row_weighted_mean_and_holds_the
   caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
 }
 
+// A worker that pushed step t and left (it finished its rows) before another pushed step t: the
+// step waits for the live one and sums both; the live worker's later steps close on its own.
+TEST_F(sparse_test, the_sync_barrier_waits_for_live_workers_after_one_leaves) {
+  sparse_shard_config sc;
+  sc.table = small_table();
+  sc.table.dim = 1;
+  sc.table.init_scale = 0;
+  sc.optim.kind = "sgd";
+  sc.optim.lr = 1.f;
+  auto s = sys->spawn(sparse_shard, sc);
+  auto b = sys->spawn(sparse_barrier, sparse_barrier_config{s, 2, 1});
+  auto grad = [](std::int32_t worker, std::int64_t step, float v) {
+    row_gradient g;
+    g.worker = worker;
+    g.step = step;
+    g.rows = 1;
+    g.ids = {5};
+    g.base_versions = {step};
+    g.values = {v};
+    return g;
+  };
+  EXPECT_TRUE(ask(b, push_atom::value, grad(1, 0, 2.f)).applied);
+  (*self)->send(b, leave_atom::value, std::int32_t{1});
+  // Asked through the barrier after the leave: a push it made on leaving reached the shard first.
+  EXPECT_EQ(ask(b, stats_atom::value).pushes, 0) << "closed without worker 0's rows";
+  EXPECT_TRUE(ask(b, push_atom::value, grad(0, 0, 4.f)).applied) << "dropped as late";
+  auto pull_value = [&](std::int64_t step) {
+    caf::scoped_actor puller{*sys};
+    puller->send(b, pull_atom::value, row_request{0, step, {5}});
+    float v = NAN;
+    puller->receive(
+        [&](row_block& rb) { v = rb.values.at(0); },
+        caf::after(std::chrono::seconds(10)) >>
+            [&] { ADD_FAILURE() << "the pull for step " << step << " was never answered"; });
+    return v;
+  };
+  EXPECT_FLOAT_EQ(pull_value(1), -3.f);  // the mean of 2 and 4
+  EXPECT_TRUE(ask(b, push_atom::value, grad(0, 1, 1.f)).applied);
+  EXPECT_FLOAT_EQ(pull_value(2), -4.f);
+  EXPECT_EQ(ask(s, stats_atom::value).pushes, 2);
+  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+}
+
 struct ctr_sets {
   ctr_spec spec;
   ctr_data train, test;
