@@ -201,6 +201,7 @@ static int sparse_node(app_config& cfg, node_role role, const cluster_options& o
     std::cout << ", " << static_cast<long>(r.samples_per_s) << " samples/s over " << r.seconds
               << " s, " << static_cast<long>(r.bytes_per_step) << " bytes per step, workers lost "
               << r.workers_lost << std::endl;
+    std::cout << observe::traffic_summary(r.nodes) << std::flush;
     return watchdog.arm(0);
   }
   auto train = std::shared_ptr<const sparse_dataset>(data, &data->train);
@@ -329,6 +330,10 @@ int node_command(const std::vector<std::string>& argv) {
               << ", test loss " << res.test.loss << ", test accuracy " << res.test.accuracy << ", "
               << static_cast<long>(res.samples_per_s) << " samples/s over " << res.seconds
               << " s, workers lost " << res.workers_lost << std::endl;
+    std::cout << tag << "traffic: workers pushed " << res.bytes_pushed
+              << " bytes of gradients and received " << res.bytes_received
+              << " bytes of weights (payload)" << std::endl
+              << observe::traffic_summary(res.nodes) << std::flush;
     return watchdog.arm(0);
   }
   auto out = role == node_role::ps ? run_ps_node(sys, job, opts, control)

@@ -18,6 +18,7 @@
 #include "actors/shard.hpp"
 #include "actors/worker.hpp"
 #include "cluster/chunking.hpp"
+#include "cluster/traffic.hpp"
 #include "cluster/transport.hpp"
 
 namespace actrain {
@@ -46,6 +47,15 @@ struct registrar_state {
   std::vector<bool> peer_known;    ///< per ps index: it told us its endpoint
   int peers_known = 0;
   std::vector<caf::typed_response_promise<std::vector<ps_endpoint>>> waiting_peers;
+  // Per-node traffic: registered nodes by node id, their last reports, and who sent a final one.
+  std::map<caf::node_id, std::string> node_names;
+  std::map<std::string, std::vector<socket_traffic>> traffic;
+  std::set<std::string> final_traffic;
+  std::vector<caf::typed_response_promise<std::vector<observe::node_traffic>>> waiting_traffic;
+  std::chrono::steady_clock::time_point traffic_deadline;  ///< when waiting_traffic is answered
+  net::traffic_meter own_traffic;
+  std::string own_name;
+  observe::metrics_hub* hub = nullptr;
 
   bool complete() const { return shards_joined == job.shards && workers_joined == job.workers; }
   std::string status() const {
@@ -59,7 +69,7 @@ struct registrar_state {
   }
 };
 
-using registrar_ptr = registrar_actor::stateful_pointer<registrar_state>;
+using registrar_ptr = registrar_impl::stateful_pointer<registrar_state>;
 
 /// Refuses what check_hello finds wrong and a role that is full; else hands out the next index.
 caf::result<std::int32_t, std::int32_t, tensor> on_hello(registrar_ptr self,
@@ -84,6 +94,13 @@ caf::result<std::int32_t, std::int32_t, tensor> on_hello(registrar_ptr self,
                        (ps ? " ps nodes ([cluster] ps-nodes)" : " workers ([job] workers)")));
   auto index = next++;
   st.event(role + " node '" + name + "' registered as " + role + " " + std::to_string(index));
+  if (auto sender = self->current_sender()) {
+    // Two nodes named alike (the same [cluster] name) are told apart by role and index.
+    auto shown = name;
+    for (auto& [id, n] : st.node_names)
+      if (n == shown && id != sender->node()) shown = name + "-" + role + std::to_string(index);
+    st.node_names[sender->node()] = shown;
+  }
   return {index, static_cast<std::int32_t>(count), byte_order_probe()};
 }
 
@@ -144,6 +161,51 @@ void on_peer(registrar_ptr self, std::int32_t index, const ps_endpoint& at) {
             [=](caf::error&) { add_peer(self, index, "", port); });
 }
 
+/// How often a node samples its connections' counts (net::traffic_meter).
+constexpr auto traffic_sample_every = std::chrono::milliseconds(100);
+
+/// Every node's traffic joined, the coordinator node's own connections sampled now (a node
+/// sharing its process with others reports none: its sockets are not its own alone).
+std::vector<observe::node_traffic> joined_traffic(registrar_ptr self) {
+  auto& st = self->state;
+  auto all = st.traffic;
+  if (net::node_scope::alone()) all[st.own_name] = st.own_traffic.sample();
+  return net::join_traffic(all);
+}
+
+void publish_traffic(registrar_ptr self) {
+  auto& st = self->state;
+  if (!st.hub) return;
+  auto nodes = joined_traffic(self);
+  st.hub->update([&](observe::run_snapshot& snap) { snap.nodes = std::move(nodes); });
+}
+
+/// Answers those waiting for the final traffic once every registered node sent its final report.
+void maybe_deliver_traffic(registrar_ptr self, bool timed_out) {
+  auto& st = self->state;
+  if (st.waiting_traffic.empty()) return;
+  if (!timed_out && st.final_traffic.size() < st.node_names.size()) return;
+  auto nodes = joined_traffic(self);
+  if (st.hub) st.hub->update([&](observe::run_snapshot& snap) { snap.nodes = nodes; });
+  for (auto& p : st.waiting_traffic) p.deliver(nodes);
+  st.waiting_traffic.clear();
+}
+
+/// A registered node's connections (reports from anyone else are ignored).
+caf::result<bool> on_traffic(registrar_ptr self, std::vector<socket_traffic>& sockets, bool last) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  auto it = sender ? st.node_names.find(sender->node()) : st.node_names.end();
+  if (it == st.node_names.end()) return false;
+  if (auto why = net::check_traffic_report(sockets); !why.empty())
+    return make_error(errc::bad_config, "node '" + it->second + "' sent " + why);
+  st.traffic[it->second] = std::move(sockets);
+  if (last) st.final_traffic.insert(it->second);
+  publish_traffic(self);
+  maybe_deliver_traffic(self, false);
+  return true;
+}
+
 /// Ends the cluster: every joined actor is told to stop (so remote nodes exit even when the job
 /// never started or failed), waiting callers fail, and the registrar quits.
 std::string on_stop(registrar_ptr self) {
@@ -162,10 +224,11 @@ std::string on_stop(registrar_ptr self) {
   return s;
 }
 
-registrar_actor::behavior_type registrar(registrar_ptr self, job_spec job, cluster_options opts,
-                                         std::function<void(const std::string&)> on_event,
-                                         std::shared_ptr<cluster_members> members,
-                                         std::shared_ptr<node_control> control) {
+registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluster_options opts,
+                                        std::function<void(const std::string&)> on_event,
+                                        std::shared_ptr<cluster_members> members,
+                                        std::shared_ptr<node_control> control,
+                                        observe::metrics_hub* hub) {
   auto& st = self->state;
   st.job = std::move(job);
   st.opts = std::move(opts);
@@ -175,6 +238,9 @@ registrar_actor::behavior_type registrar(registrar_ptr self, job_spec job, clust
   st.members->workers.resize(static_cast<std::size_t>(st.job.workers));
   st.peers.resize(static_cast<std::size_t>(st.opts.ps_nodes));
   st.peer_known.resize(static_cast<std::size_t>(st.opts.ps_nodes));
+  st.own_name = st.opts.name.empty() ? "coordinator-" + std::to_string(::getpid()) : st.opts.name;
+  st.hub = hub;
+  self->send(self, tick_atom::value);
   return {
       [self](hello_atom, const std::string& role, const std::string& token, std::uint32_t version,
              const tensor& probe,
@@ -191,6 +257,28 @@ registrar_actor::behavior_type registrar(registrar_ptr self, job_spec job, clust
         if (st.peers_known == st.opts.ps_nodes) return st.peers;
         st.waiting_peers.push_back(self->make_response_promise<std::vector<ps_endpoint>>());
         return st.waiting_peers.back();
+      },
+      [self](traffic_atom, std::vector<socket_traffic>& sockets, bool last) {
+        return on_traffic(self, sockets, last);
+      },
+      [self](traffic_atom, bool wait) -> caf::result<std::vector<observe::node_traffic>> {
+        auto& st = self->state;
+        if (!wait) return joined_traffic(self);
+        st.waiting_traffic.push_back(
+            self->make_response_promise<std::vector<observe::node_traffic>>());
+        auto p = st.waiting_traffic.back();
+        st.traffic_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        maybe_deliver_traffic(self, false);
+        return p;
+      },
+      // Every 100 ms: this node's own connections are sampled (one that closes keeps the counts
+      // of its last sample), and a wait for final reports past its deadline ends.
+      [self](tick_atom) {
+        auto& st = self->state;
+        if (net::node_scope::alone()) st.own_traffic.sample();
+        if (!st.waiting_traffic.empty() && std::chrono::steady_clock::now() >= st.traffic_deadline)
+          maybe_deliver_traffic(self, true);
+        self->delayed_send(self, traffic_sample_every, tick_atom::value);
       },
       [self](members_atom) -> caf::result<bool> {
         auto& st = self->state;
@@ -302,7 +390,9 @@ template <class Result, class Drive>
 Result serve_cluster(caf::actor_system& sys, const job_spec& counts, const cluster_options& opts,
                      node_hooks& hooks, Drive drive) {
   auto members = std::make_shared<cluster_members>();
-  auto reg = sys.spawn(registrar, counts, opts, hooks.on_event, members, hooks.control);
+  net::node_scope in_process;
+  auto reg =
+      sys.spawn(registrar, counts, opts, hooks.on_event, members, hooks.control, hooks.engine.hub);
   caf::scoped_actor self{sys};
   auto stop_registrar = [&] {
     std::string status;
@@ -331,6 +421,10 @@ Result serve_cluster(caf::actor_system& sys, const job_spec& counts, const clust
   Result result;
   if (complete) {
     result = drive(self, *members);
+    // Every node's bytes once its actors are down (each sends a final report then).
+    self->request(reg, std::chrono::seconds(5), traffic_atom::value, result.ok)
+        .receive([&](std::vector<observe::node_traffic>& n) { result.nodes = std::move(n); },
+                 [&](caf::error&) {});
     stop_registrar();
   } else {
     result.error = "the cluster did not form within " + std::to_string(opts.join_timeout.count()) +

@@ -17,6 +17,7 @@
 #include "actors/shard.hpp"
 #include "actors/worker.hpp"
 #include "cluster/chunking.hpp"
+#include "cluster/traffic.hpp"
 #include "cluster/transport.hpp"
 
 namespace actrain {
@@ -116,29 +117,67 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
   std::string job_error;  // the cause a failed or stopped job's coordinator ended the actors with
   bool stopped = false;
   std::string own_failure;  // the first error an actor of this node ended with otherwise
+  // This node's bytes per connection go to the registrar every half second, and once more when
+  // its actors are down (unless other nodes share this process: its sockets are not its own).
+  net::node_scope in_process;
+  net::traffic_meter meter;
+  // Sampled every 100 ms: a connection that closes keeps the counts of its last sample.
+  auto report_traffic = [&](bool last) {
+    if (!net::node_scope::alone()) return;
+    if (!last) return self->send(reg, traffic_atom::value, meter.sample(), false);
+    self->request(reg, std::chrono::seconds(1), traffic_atom::value, meter.sample(), true)
+        .receive([](bool) {}, [](caf::error&) {});
+  };
+  constexpr auto sample_every = std::chrono::milliseconds(100);
+  constexpr int samples_per_report = 5;
+  int samples = 0;
+  auto next_sample = std::chrono::steady_clock::now() + sample_every;
   while (alive > 0) {
-    self->receive([&](caf::down_msg& dm) {
-      if (dm.source == reg.address()) {
-        if (!coordinator_gone)
-          for (auto& a : mine) self->send_exit(a, caf::exit_reason::kill);
-        coordinator_gone = true;
-        return;
-      }
-      for (auto& a : mine)
-        if (a.address() == dm.source) alive -= 1;
-      auto& r = dm.reason;
-      auto code = static_cast<errc>(r ? r.code() : 0);
-      if (job_error.empty() && r && r.category() == errc_category() &&
-          (code == errc::job_failed || code == errc::job_stopped)) {
-        job_error = error_text(r);
-        stopped = code == errc::job_stopped;
-      } else if (own_failure.empty() && r && !coordinator_gone &&
-                 r != caf::exit_reason::user_shutdown) {
-        // An actor of this node failed on its own (a worker whose shard went down): the job
-        // cannot have completed as planned.
-        own_failure = describe_error(r);
-      }
-    });
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_sample) {
+      if (++samples % samples_per_report == 0)
+        report_traffic(false);
+      else if (net::node_scope::alone())
+        meter.sample();
+      next_sample = now + sample_every;
+    }
+    self->receive(
+        [&](caf::down_msg& dm) {
+          if (dm.source == reg.address()) {
+            if (!coordinator_gone)
+              for (auto& a : mine) self->send_exit(a, caf::exit_reason::kill);
+            coordinator_gone = true;
+            return;
+          }
+          for (auto& a : mine)
+            if (a.address() == dm.source) alive -= 1;
+          auto& r = dm.reason;
+          auto code = static_cast<errc>(r ? r.code() : 0);
+          if (job_error.empty() && r && r.category() == errc_category() &&
+              (code == errc::job_failed || code == errc::job_stopped)) {
+            job_error = error_text(r);
+            stopped = code == errc::job_stopped;
+          } else if (own_failure.empty() && r && !coordinator_gone &&
+                     r != caf::exit_reason::user_shutdown) {
+            // An actor of this node failed on its own (a worker whose shard went down): the job
+            // cannot have completed as planned.
+            own_failure = describe_error(r);
+          }
+        },
+        caf::after(std::chrono::duration_cast<caf::timespan>(next_sample - now)) >> [] {});
+  }
+  if (!coordinator_gone && net::node_scope::alone()) {
+    // The final report, then this node keeps its connections open until the registrar is done
+    // (it collects every node's final counts before it stops): a peer that exited first would
+    // otherwise close a connection before its last bytes were counted here. Bounded.
+    report_traffic(true);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!coordinator_gone && std::chrono::steady_clock::now() < until)
+      self->receive(
+          [&](caf::down_msg& dm) {
+            if (dm.source == reg.address()) coordinator_gone = true;
+          },
+          caf::after(std::chrono::milliseconds(100)) >> [] {});
   }
   if (!job_error.empty()) {
     out.ok = false;

@@ -247,3 +247,20 @@ std::string class_summary(const class_report& c) {
 }
 
 }  // namespace actrain::observe
+
+namespace actrain::observe {
+
+std::string traffic_summary(const std::vector<node_traffic>& nodes) {
+  if (nodes.empty()) return {};
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& n : nodes) {
+    rows.push_back({n.node, std::to_string(n.bytes_sent), std::to_string(n.bytes_received)});
+    for (const auto& p : n.peers)
+      rows.push_back(
+          {"  with " + p.peer, std::to_string(p.bytes_sent), std::to_string(p.bytes_received)});
+  }
+  return "traffic by node (TCP bytes as the kernel counts them):\n" +
+         summary_table({"node", "bytes sent", "bytes received"}, rows);
+}
+
+}  // namespace actrain::observe

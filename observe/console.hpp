@@ -63,4 +63,8 @@ std::string run_summary(const run_snapshot& s);
 /// "  AUC 0.9311" for two classes); "" when the report is empty.
 std::string class_summary(const class_report& c);
 
+/// Per-node traffic across a cluster: one row per node (bytes sent and received on its TCP
+/// connections) and one per peer under it; "" when there are no nodes (one process).
+std::string traffic_summary(const std::vector<node_traffic>& nodes);
+
 }  // namespace actrain::observe

@@ -237,13 +237,26 @@ std::string prometheus_text(const run_snapshot& s) {
   }
 
   if (!s.nodes.empty()) {
-    w.family("actrain_node_bytes_sent_total", "counter", "Bytes the node sent to other nodes.");
+    w.family("actrain_node_bytes_sent_total", "counter",
+             "Bytes the node sent on its TCP connections (acknowledged, as the kernel counts).");
     for (const auto& n : s.nodes)
       w.sample("actrain_node_bytes_sent_total", {{"node", n.node}}, d(n.bytes_sent));
     w.family("actrain_node_bytes_received_total", "counter",
-             "Bytes the node received from other nodes.");
+             "Bytes the node received on its TCP connections (as the kernel counts).");
     for (const auto& n : s.nodes)
       w.sample("actrain_node_bytes_received_total", {{"node", n.node}}, d(n.bytes_received));
+    w.family("actrain_peer_bytes_sent_total", "counter",
+             "Bytes the node sent to one peer (a node, or other).");
+    for (const auto& n : s.nodes)
+      for (const auto& p : n.peers)
+        w.sample("actrain_peer_bytes_sent_total", {{"node", n.node}, {"peer", p.peer}},
+                 d(p.bytes_sent));
+    w.family("actrain_peer_bytes_received_total", "counter",
+             "Bytes the node received from one peer (a node, or other).");
+    for (const auto& n : s.nodes)
+      for (const auto& p : n.peers)
+        w.sample("actrain_peer_bytes_received_total", {{"node", n.node}, {"peer", p.peer}},
+                 d(p.bytes_received));
   }
 
   // Staleness: the hub keeps exact counts per value; Prometheus wants cumulative buckets.

@@ -86,9 +86,16 @@ nlohmann::json status_json(const run_snapshot& s) {
   }
 
   json nodes = json::array();
-  for (const auto& n : s.nodes)
-    nodes.push_back(
-        {{"node", n.node}, {"bytes_sent", n.bytes_sent}, {"bytes_received", n.bytes_received}});
+  for (const auto& n : s.nodes) {
+    json peers = json::array();
+    for (const auto& p : n.peers)
+      peers.push_back(
+          {{"peer", p.peer}, {"bytes_sent", p.bytes_sent}, {"bytes_received", p.bytes_received}});
+    nodes.push_back({{"node", n.node},
+                     {"bytes_sent", n.bytes_sent},
+                     {"bytes_received", n.bytes_received},
+                     {"peers", std::move(peers)}});
+  }
   j["nodes"] = std::move(nodes);
 
   json hist = json::array();

@@ -14,7 +14,7 @@ namespace actrain::observe {
 ///             seconds_since_report}],
 ///  shards: [{name, node, version, pushes, pulls, rejected, dropped_stale, dropped_late,
 ///            mailbox_depth}],
-///  nodes: [{node, bytes_sent, bytes_received}],
+///  nodes: [{node, bytes_sent, bytes_received, peers: [{peer, bytes_sent, bytes_received}]}],
 ///  staleness_histogram: [[staleness, count], ...],
 ///  stalls: ["sync step 12 on shard-0 waits 2.3 s for worker-3", ...],
 ///  curve: {seconds: [...], samples: [...], train_loss: [...], test_loss: [...],

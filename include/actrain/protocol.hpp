@@ -14,6 +14,7 @@
 #include <actrain/errors.hpp>
 #include <actrain/job.hpp>
 #include <actrain/reference_trainer.hpp>
+#include <actrain/run_state.hpp>
 #include <actrain/tensor.hpp>
 #include <actrain/wire.hpp>
 
@@ -22,7 +23,7 @@ namespace actrain {
 /// Bumped whenever a message layout changes; checked when a node registers.
 /// 7: sparse shards' row messages; 5: doubles as their IEEE 754 bits, float vectors as raw blocks
 /// (wire.hpp); 4: checkpoints at a step, resumed assignments.
-constexpr std::uint32_t protocol_version = 8;
+constexpr std::uint32_t protocol_version = 9;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -53,6 +54,8 @@ using join_worker_atom = caf::atom_constant<caf::atom("joinworker")>;
 using members_atom = caf::atom_constant<caf::atom("members")>;
 using peer_atom = caf::atom_constant<caf::atom("peer")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
+/// A node's TCP connections and their byte counts, to the registrar (per-node traffic).
+using traffic_atom = caf::atom_constant<caf::atom("traffic")>;
 
 // -- message payloads ---------------------------------------------------------------------------
 
@@ -161,6 +164,8 @@ struct engine_result {
   /// from their progress reports): what compression saves is measured here.
   std::int64_t bytes_pushed = 0;
   std::int64_t bytes_received = 0;
+  /// Across nodes: every node's bytes on its TCP connections, per peer (empty in one process).
+  std::vector<observe::node_traffic> nodes{};
 };
 
 /// One piece of a large tensor crossing nodes: elements [offset, offset + part.size()) of a
@@ -180,6 +185,16 @@ struct tensor_chunk {
 struct ps_endpoint {
   std::string host;
   std::uint16_t port = 0;
+};
+
+/// One TCP connection of a node's process as the kernel counts it: its two endpoints
+/// ("address:port") and the bytes the peer acknowledged and that arrived. The registrar joins
+/// every node's connections by their endpoints to name each one's peer.
+struct socket_traffic {
+  std::string local;
+  std::string peer;
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
 };
 
 /// The contiguous range of the flat parameter vector that shard `index` owns.
@@ -305,6 +320,20 @@ typename Inspector::result_type inspect(Inspector& f, ps_endpoint& x) {
   return f(caf::meta::type_name("ps_endpoint"), x.host, x.port);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, socket_traffic& x) {
+  return f(caf::meta::type_name("socket_traffic"), x.local, x.peer, x.bytes_sent, x.bytes_received);
+}
+namespace observe {
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, peer_traffic& x) {
+  return f(caf::meta::type_name("peer_traffic"), x.peer, x.bytes_sent, x.bytes_received);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_traffic& x) {
+  return f(caf::meta::type_name("node_traffic"), x.node, x.bytes_sent, x.bytes_received, x.peers);
+}
+}  // namespace observe
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_range_t& x) {
   return f(caf::meta::type_name("shard_range"), x.begin, x.end);
 }
@@ -331,7 +360,7 @@ typename Inspector::result_type inspect(Inspector& f, engine_result& x) {
            x.history, wire_bits(x.seconds), x.samples, wire_bits(x.samples_per_s), x.test,
            x.staleness_histogram, x.shards, x.workers_lost, x.checkpoints, x.checkpoints_skipped,
            x.last_checkpoint, wire_bits(x.checkpoint_write_s), x.checkpoint_bytes, x.bytes_pushed,
-           x.bytes_received);
+           x.bytes_received, x.nodes);
 }
 
 template <class Inspector>
@@ -450,6 +479,13 @@ using checkpoint_writer_actor =
 ///   peer: (ps index, endpoint) where workers reach that ps node (host "" = as seen here).
 ///   peers -> every ps node's endpoint, once all are known (worker nodes dial them).
 ///   members -> true once every shard and worker joined (the coordinator node waits on it).
+///   traffic: (the sending node's TCP connections, final) -> true: its bytes per connection
+///          (sampled every 100 ms), every half second and once more (final) when its actors
+///          are down.
+///   traffic: (wait) -> every reporting node's bytes per peer (the coordinator node's own
+///          included); with wait, once every registered node sent its final report or two
+///          seconds passed (a failed job's nodes may never send one: asked without wait).
+///   (registrar_impl adds tick, sent to itself: see below.)
 ///   stop -> a status line; tells every joined actor to stop and quits.
 using registrar_actor =
     caf::typed_actor<caf::replies_to<hello_atom, std::string, std::string, std::uint32_t, tensor,
@@ -458,9 +494,14 @@ using registrar_actor =
                      caf::reacts_to<join_worker_atom, std::int32_t, worker_actor>,
                      caf::reacts_to<peer_atom, std::int32_t, ps_endpoint>,
                      caf::replies_to<peers_atom>::with<std::vector<ps_endpoint>>,
+                     caf::replies_to<traffic_atom, std::vector<socket_traffic>, bool>::with<bool>,
+                     caf::replies_to<traffic_atom, bool>::with<std::vector<observe::node_traffic>>,
                      caf::replies_to<members_atom>::with<bool>,
                      caf::replies_to<stop_atom>::with<std::string>,
                      caf::reacts_to<stop_atom, std::string>>;
+/// What the registrar is spawned as: registrar_actor plus the tick it sends itself every 100 ms
+/// (it samples its own node's connections and ends a wait for final traffic reports).
+using registrar_impl = registrar_actor::extend<caf::reacts_to<tick_atom>>;
 
 }  // namespace actrain
 
@@ -482,7 +523,12 @@ CAF_ADD_TYPE_ID(actrain, (actrain::tensor_chunk))
 CAF_ADD_TYPE_ID(actrain, (actrain::chunked_shard_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::ps_endpoint))
 CAF_ADD_TYPE_ID(actrain, (std::vector<actrain::ps_endpoint>))
+CAF_ADD_TYPE_ID(actrain, (actrain::socket_traffic))
+CAF_ADD_TYPE_ID(actrain, (std::vector<actrain::socket_traffic>))
+CAF_ADD_TYPE_ID(actrain, (actrain::observe::node_traffic))
+CAF_ADD_TYPE_ID(actrain, (std::vector<actrain::observe::node_traffic>))
 CAF_ADD_TYPE_ID(actrain, (actrain::registrar_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::registrar_impl))
 CAF_ADD_TYPE_ID(actrain, (actrain::worker_impl))
 CAF_ADD_TYPE_ID(actrain, (actrain::engine_result))
 CAF_ADD_TYPE_ID(actrain, (actrain::coordinator_impl))

@@ -65,11 +65,21 @@ struct table_status {
   std::vector<std::int64_t> hot_counts;
 };
 
-/// Bytes a node moved over the network (BASP), totals since start.
+/// Bytes one node moved to and from one peer (a node of the cluster, or "other": a connection
+/// whose far end no node reported, such as an HTTP client of /metrics).
+struct peer_traffic {
+  std::string peer;
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+};
+
+/// Bytes a node moved over its TCP connections, totals since it started: the kernel's counts
+/// (TCP_INFO: bytes acknowledged by the peer, bytes received), framing and TLS included.
 struct node_traffic {
   std::string node;
   std::int64_t bytes_sent = 0;
   std::int64_t bytes_received = 0;
+  std::vector<peer_traffic> peers{};  ///< by peer name
 };
 
 /// One point of the training curve; NaN marks "not measured at this point".

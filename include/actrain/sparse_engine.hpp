@@ -84,6 +84,8 @@ struct sparse_result {
   std::int64_t memory_bytes = 0;  ///< the shards' row memory
   /// Workers lost (each one's rows went to a survivor, for the epochs it had not completed).
   int workers_lost = 0;
+  /// Across nodes: every node's bytes on its TCP connections, per peer (empty in one process).
+  std::vector<observe::node_traffic> nodes{};
 };
 
 /// Runs the job in `sys` (a config passed through prepare_config) and evaluates the trained

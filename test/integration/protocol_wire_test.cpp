@@ -46,6 +46,8 @@ registrar_actor::behavior_type dummy_registrar() {
       [](join_worker_atom, std::int32_t, const worker_actor&) {},
       [](peer_atom, std::int32_t, const ps_endpoint&) {},
       [](peers_atom) { return std::vector<ps_endpoint>{}; },
+      [](traffic_atom, const std::vector<socket_traffic>&, bool) { return true; },
+      [](traffic_atom, bool) { return std::vector<observe::node_traffic>{}; },
       [](members_atom) { return true; },
       [](stop_atom) { return std::string{}; },
       [](stop_atom, const std::string&) {},
@@ -277,6 +279,7 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
   er.shards.push_back(shard_stats{});
   er.shards[0].pushes = 42;
   er.workers_lost = 1;
+  er.nodes.push_back({"ps-7", 1000, 2000, {{"worker-9", 900, 1900}, {"other", 100, 100}}});
   auto er2 = round_trip<engine_result>(er);
   EXPECT_TRUE(er2.ok);
   EXPECT_EQ(er2.error, "none");
@@ -292,6 +295,16 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
   ASSERT_EQ(er2.shards.size(), 1u);
   EXPECT_EQ(er2.shards[0].pushes, 42);
   EXPECT_EQ(er2.workers_lost, 1);
+  ASSERT_EQ(er2.nodes.size(), 1u);
+  EXPECT_EQ(er2.nodes[0].node, "ps-7");
+  EXPECT_EQ(er2.nodes[0].bytes_received, 2000);
+  ASSERT_EQ(er2.nodes[0].peers.size(), 2u);
+  EXPECT_EQ(er2.nodes[0].peers[0].peer, "worker-9");
+  EXPECT_EQ(er2.nodes[0].peers[0].bytes_sent, 900);
+  EXPECT_EQ(er2.nodes[0].peers[1].bytes_received, 100);
+  auto st = round_trip<socket_traffic>(socket_traffic{"127.0.0.1:5000", "127.0.0.1:41234", 7, 9});
+  EXPECT_EQ(st.peer, "127.0.0.1:41234");
+  EXPECT_EQ(st.bytes_received, 9);
   auto range = round_trip<shard_range_t>(shard_range_t{10, 20});
   EXPECT_EQ(range.begin, 10);
   EXPECT_EQ(range.end, 20);
