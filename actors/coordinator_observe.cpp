@@ -104,7 +104,7 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
       auto& w = st.workers[i];
       observe::worker_status ws;
       ws.name = worker_name(i);
-      ws.node = "local";
+      ws.node = i < st.cfg.worker_nodes.size() ? st.cfg.worker_nodes[i] : "local";
       ws.step = w.step;
       ws.samples = w.done_samples;
       ws.samples_per_s = w.rate;
@@ -133,7 +133,7 @@ void publish_snapshot(const coordinator_state& st, observe::metrics_hub& hub, bo
       auto& fs = st.front_stats[f];
       observe::shard_status ss;
       ss.name = "shard-" + std::to_string(f);
-      ss.node = "local";
+      ss.node = f < st.cfg.shard_nodes.size() ? st.cfg.shard_nodes[f] : "local";
       ss.version = fs.version;
       ss.pushes = fs.pushes;
       ss.pulls = fs.pulls;

@@ -30,6 +30,7 @@ namespace {
 struct cluster_members {
   std::vector<shard_actor> shards;
   std::vector<worker_actor> workers;
+  std::map<caf::node_id, std::string> names;  ///< registered nodes' names
 };
 
 struct registrar_state {
@@ -100,6 +101,7 @@ caf::result<std::int32_t, std::int32_t, tensor> on_hello(registrar_ptr self,
     for (auto& [id, n] : st.node_names)
       if (n == shown && id != sender->node()) shown = name + "-" + role + std::to_string(index);
     st.node_names[sender->node()] = shown;
+    st.members->names[sender->node()] = shown;
   }
   return {index, static_cast<std::int32_t>(count), byte_order_probe()};
 }
@@ -355,6 +357,12 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
   cc.shards = w.shards;
   cc.fronts = w.fronts;
   cc.workers = members.workers;
+  auto name_of = [&](const caf::node_id& n) {
+    auto it = members.names.find(n);
+    return it != members.names.end() ? it->second : n == sys.node() ? "local" : "unregistered";
+  };
+  for (auto& wk : members.workers) cc.worker_nodes.push_back(name_of(wk.node()));
+  for (auto& sh : members.shards) cc.shard_nodes.push_back(name_of(sh.node()));
   cc.hooks = std::move(hooks.engine);
   cc.resume = std::move(resume);
   auto coord = sys.spawn(coordinator, std::move(cc));

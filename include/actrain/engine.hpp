@@ -83,6 +83,10 @@ struct coordinator_config {
   std::vector<shard_actor> fronts;  ///< what workers talk to: the shards, or barriers
   std::vector<shard_range_t> ranges;
   std::vector<worker_actor> workers;
+  /// The node each worker and shard runs on, as /status and /metrics name it (a cluster's
+  /// registered node names); empty: "local".
+  std::vector<std::string> worker_nodes{};
+  std::vector<std::string> shard_nodes{};
   engine_hooks hooks;
   /// When set, the job continues from this checkpoint: the shards are restored, every worker
   /// replays its readers to the cut, and the history and counts go on from there.

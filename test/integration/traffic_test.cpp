@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cluster/traffic.hpp"
 #include "synthetic_run.hpp"  // test/unit/observe: raw-socket HTTP client with timeouts
@@ -252,6 +253,17 @@ TEST_F(cluster_traffic_test, metrics_show_every_node_s_bytes_matching_the_worker
   ASSERT_EQ(seen.size(), 7u) << metrics << kids[coord].text;
   EXPECT_NE(metrics.find("actrain_peer_bytes_received_total{node=\"ps-"), std::string::npos);
   EXPECT_NE(metrics.find("actrain_node_bytes_received_total{node=\"worker-"), std::string::npos);
+  // Workers and shards name the node they run on (its registered name), not "local".
+  auto status = observe::testing::http_get(http_port, "/status");
+  ASSERT_EQ(status.status, 200);
+  auto doc = nlohmann::json::parse(status.body);
+  ASSERT_EQ(doc["workers"].size(), 4u);
+  for (auto& w : doc["workers"])
+    EXPECT_EQ(w["node"].get<std::string>().rfind("worker-", 0), 0u) << w.dump();
+  ASSERT_EQ(doc["shards"].size(), 2u);
+  for (auto& sh : doc["shards"])
+    EXPECT_EQ(sh["node"].get<std::string>().rfind("ps-", 0), 0u) << sh.dump();
+  EXPECT_GE(doc["nodes"].size(), 1u);
   auto payload = wait_for_line(coord, "traffic: workers pushed ", 90s);
   ASSERT_FALSE(payload.empty()) << kids[coord].text;
   ASSERT_TRUE(reap_all(15s)) << "a node did not exit";
