@@ -3,6 +3,7 @@
 #include "apps/commands.hpp"
 #include "bench/bench.hpp"
 #include "bench/bench_checkpoint.hpp"
+#include "bench/bench_cluster.hpp"
 #include "bench/bench_compression.hpp"
 #include "bench/bench_modes.hpp"
 #include "bench/bench_sparse.hpp"
@@ -28,6 +29,7 @@ int bench_command(const std::vector<std::string>& args) {
   }
   if (what == "engine") return bench_engine(rest);
   if (what == "wire") return bench_wire(rest);
+  if (what == "cluster") return bench_cluster(rest);
   if (what == "modes") return bench_modes(rest);
   if (what == "staleness") return bench_staleness(rest);
   if (what == "checkpoint") return bench_checkpoint(rest);
@@ -36,7 +38,7 @@ int bench_command(const std::vector<std::string>& args) {
   if (what == "gpu") return bench_gpu(rest);
   std::cerr << "actrain bench: unknown benchmark '" << what
             << "' (foundation, reference, engine, modes, staleness, checkpoint, wire, sparse, "
-               "compression, gpu)\n";
+               "compression, cluster, gpu)\n";
   return 2;
 }
 

@@ -305,7 +305,10 @@ void side_by_side(caf::actor_system& sys, const engine_options& o,
         fmt(rpc_ps, 0) +
         " samples/s; the engine's 2 workers + 2 shards on the same MLP and optimizer (SGD "
         "row): " +
-        fmt(two_sgd, 0) + " samples/s = " + fmt(two_sgd / rpc_ps, 2) + "x (goal: 2x).\n");
+        fmt(two_sgd, 0) + " samples/s = " + fmt(two_sgd / rpc_ps, 2) +
+        "x. This compares the engine in one process (a message there is a pointer copy) with "
+        "PyTorch across three: it is not like for like. `actrain bench cluster` compares "
+        "actrain's own processes with it (and with DDP).\n");
   emit(floor_section(floors, torch_spread, o.runs));
 }
 

@@ -500,6 +500,57 @@ std::string wire_report(int reps, const std::vector<row>& rows,
 
 }  // namespace
 
+double raw_tcp_push_pull_seconds(std::uint64_t bytes, int reps) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("raw tcp: pipe failed");
+  auto pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::close(fds[0]);
+    asio::io_context io;
+    tcp::acceptor acc(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    std::uint16_t port = acc.local_endpoint().port();
+    if (::write(fds[1], &port, sizeof port) != sizeof port) ::_exit(1);
+    ::close(fds[1]);
+    auto sock = acc.accept();
+    sock.set_option(tcp::no_delay(true));
+    try {
+      serve_raw(std::move(sock));
+    } catch (const std::exception&) {
+      ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::uint16_t port = 0;
+  if (::read(fds[0], &port, sizeof port) != sizeof port) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    throw std::runtime_error("raw tcp: the peer process did not start");
+  }
+  ::close(fds[0]);
+  asio::io_context io;
+  tcp::socket sock(io);
+  sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  sock.set_option(tcp::no_delay(true));
+  std::vector<char> buf(bytes, 1);
+  auto push_pull = [&] {
+    char op = 'X';
+    std::uint64_t n = bytes;
+    asio::write(sock, asio::buffer(&op, 1));
+    asio::write(sock, asio::buffer(&n, sizeof n));
+    asio::write(sock, asio::buffer(buf.data(), n));
+    asio::read(sock, asio::buffer(buf.data(), n));
+  };
+  push_pull();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) t.push_back(time_s(push_pull));
+  char q = 'Q';
+  asio::write(sock, asio::buffer(&q, 1));
+  ::waitpid(pid, nullptr, 0);
+  return median(t);
+}
+
 int bench_wire(const std::vector<std::string>& args) {
   int reps = 5;
   std::string certs;

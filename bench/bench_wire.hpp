@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,5 +12,10 @@ namespace actrain {
 /// small-message round trip. Medians; writes the `wire` section of docs/benchmarks.md. Returns
 /// the exit code.
 int bench_wire(const std::vector<std::string>& args);
+
+/// Median seconds of one raw-TCP push_pull of `bytes` each way (the request's bytes out, as many
+/// back) between this process and a forked one on 127.0.0.1 (Boost.Asio, TCP_NODELAY), over
+/// `reps` repetitions after a warm-up. Forks: call it before this process starts any thread.
+double raw_tcp_push_pull_seconds(std::uint64_t bytes, int reps);
 
 }  // namespace actrain

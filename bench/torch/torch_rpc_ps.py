@@ -11,7 +11,8 @@ actrain's workers) and shuffle inside them.
 Prints one JSON line: {"job": "rpc_ps_mlp", "samples_per_s": ..., "test_accuracy": ...};
 samples/s counts every trainer's samples over the wall time from the first trainer's start to
 the last one's end (evaluation excluded). Optional: exits 0 with a message when torch is missing.
-Usage: python3 bench/torch/torch_rpc_ps.py [--trainers 2] [--epochs 1] [--dir DIR]
+Usage: python3 bench/torch/torch_rpc_ps.py [--trainers 2] [--epochs 1] [--overlap] [--dir DIR]
+(--overlap: job "rpc_ps_mlp_overlap", the next pull in flight during compute as actrain does.)
 """
 import argparse
 import json
@@ -74,7 +75,42 @@ def ps_apply(grads):
     return PS.apply(grads)
 
 
+def overlapped_trainer(rank, args, x, y):
+    """--overlap: the next pull is in flight while a step computes and its push goes out
+    asynchronously (at most one in flight), as actrain's workers do; every step uses weights one
+    update staler than the tutorial form's."""
+    model = make_mlp()
+    params = list(model.parameters())
+    gen = torch.Generator().manual_seed(args.seed + rank)
+    samples = 0
+    t0 = time.perf_counter()
+    next_weights = rpc.rpc_async("ps", ps_weights)
+    pushed = None
+    for _ in range(args.epochs):
+        order = torch.randperm(len(x), generator=gen)
+        for i in range(0, len(x), args.batch):
+            idx = order[i:i + args.batch]
+            with torch.no_grad():
+                for p, w in zip(params, next_weights.wait()):
+                    p.copy_(w)
+            next_weights = rpc.rpc_async("ps", ps_weights)
+            for p in params:
+                p.grad = None
+            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+            loss.backward()
+            if pushed is not None:
+                pushed.wait()
+            pushed = rpc.rpc_async("ps", ps_apply, args=([p.grad for p in params],))
+            samples += len(idx)
+    if pushed is not None:
+        pushed.wait()
+    next_weights.wait()
+    return t0, time.perf_counter(), samples
+
+
 def trainer(rank, args, x, y):
+    if args.overlap:
+        return overlapped_trainer(rank, args, x, y)
     model = make_mlp()
     params = list(model.parameters())
     gen = torch.Generator().manual_seed(args.seed + rank)
@@ -135,6 +171,8 @@ def main():
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--overlap", action="store_true",
+                   help="next pull in flight during compute, pushes asynchronous")
     args = p.parse_args()
     world = args.trainers + 1
     ctx = mp.get_context("spawn")
@@ -159,7 +197,7 @@ def main():
         for prm, w in zip(model.parameters(), weights):
             prm.copy_(torch.from_numpy(w))
         acc = float((model(xt).argmax(1) == yt).float().mean())
-    print(json.dumps({"job": "rpc_ps_mlp", "trainers": args.trainers, "epochs": args.epochs,
+    print(json.dumps({"job": "rpc_ps_mlp_overlap" if args.overlap else "rpc_ps_mlp", "trainers": args.trainers, "epochs": args.epochs,
                       "samples": samples, "seconds": round(end - start, 3),
                       "samples_per_s": round(samples / (end - start), 1),
                       "test_accuracy": round(acc, 4)}), flush=True)
