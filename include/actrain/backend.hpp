@@ -122,4 +122,15 @@ int blas_threads();
 /// thread, and BLAS threads on top of them oversubscribe the cores.
 bool default_blas_threads(int n);
 
+/// The kernel set OpenBLAS runs ("SkylakeX", "Haswell", "Prescott", ...).
+std::string blas_core();
+/// The OPENBLAS_CORETYPE that suits this CPU when OpenBLAS fell back to its generic kernels,
+/// else "". OpenBLAS 0.3.21 picks kernels by the CPU's model number; on one it does not know (a
+/// VM reporting a generic "Intel(R) Xeon(R) Processor") it runs Prescott's SSE3 kernels even
+/// where CPUID offers AVX-512, about 3x slower on the MLP. Returns "SkylakeX" when the CPU and
+/// the OS enable AVX-512 F/DQ/BW/VL, "Haswell" for AVX2 + FMA; "" when OpenBLAS chose other
+/// kernels, when OPENBLAS_CORETYPE is set already, or on other CPUs. OpenBLAS reads that
+/// variable when it loads, before main: the `actrain` binary re-executes itself once with it set.
+std::string better_blas_core();
+
 }  // namespace actrain

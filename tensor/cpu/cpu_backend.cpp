@@ -1,5 +1,8 @@
 // The CPU backend: OpenBLAS for the level-1/3 kernels, plain loops (auto-vectorized) for the rest.
 #include <cblas.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -197,6 +200,33 @@ bool default_blas_threads(int n) {
     return false;
   openblas_set_num_threads(std::max(1, n));
   return true;
+}
+
+std::string blas_core() {
+  const char* name = openblas_get_corename();
+  return name ? name : "";
+}
+
+std::string better_blas_core() {
+  if (std::getenv("OPENBLAS_CORETYPE")) return "";
+  auto core = blas_core();
+  if (core != "Prescott" && core != "prescott") return "";
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return "";
+  const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28);
+  if (!osxsave || !avx) return "";
+  // XCR0: the OS saves SSE and AVX state (bits 1, 2) and AVX-512's (bits 5, 6, 7).
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  const bool os_avx = (lo & 0x6u) == 0x6u, os_avx512 = (lo & 0xe6u) == 0xe6u;
+  if (!os_avx || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return "";
+  const bool avx2 = b & (1u << 5);
+  const bool avx512 = (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31));
+  if (avx512 && os_avx512 && avx2 && fma) return "SkylakeX";
+  if (avx2 && fma) return "Haswell";
+#endif
+  return "";
 }
 
 }  // namespace actrain
