@@ -13,7 +13,6 @@ Usage: python3 bench/torch/torch_ddp.py [--ranks 2] [--epochs 1] [--dir DIR]
 import argparse
 import json
 import os
-import socket
 import sys
 import time
 
@@ -28,7 +27,7 @@ except ImportError:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_ref import load_fashion  # noqa: E402  (same reader as the 1-thread baseline)
-from torch_rpc_ps import make_mlp  # noqa: E402  (the same model)
+from torch_rpc_ps import free_port, make_mlp  # noqa: E402  (the same model)
 
 
 def run(rank, args, port, out):
@@ -62,12 +61,6 @@ def run(rank, args, port, out):
             acc = float((model.module(xt).argmax(1) == yt).float().mean())
     out.put((t0, t1, samples, acc))
     dist.destroy_process_group()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():

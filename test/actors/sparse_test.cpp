@@ -167,15 +167,22 @@ TEST_F(sparse_test, malformed_row_messages_are_refused_and_change_nothing) {
   caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
 }
 
-TEST_F(sparse_test, the_sync_barrier_applies_the_row_weighted_mean_and_holds_the_next_pull) {
+/// A sparse shard of 1-wide rows starting at 0 (SGD, lr 1: a row moves by exactly minus the
+/// applied gradient) and a sync barrier for 2 workers in front of it.
+std::pair<sparse_shard_actor, sparse_shard_actor> sync_pair(caf::actor_system& sys) {
   sparse_shard_config sc;
   sc.table = small_table();
   sc.table.dim = 1;
   sc.table.init_scale = 0;
   sc.optim.kind = "sgd";
   sc.optim.lr = 1.f;
-  auto s = sys->spawn(sparse_shard, sc);
-  auto b = sys->spawn(sparse_barrier, sparse_barrier_config{s, 2, 1});
+  auto s = sys.spawn(sparse_shard, sc);
+  return {s, sys.spawn(sparse_barrier, sparse_barrier_config{s, 2, 1})};
+}
+
+TEST_F(sparse_test, the_sync_barrier_applies_the_row_weighted_mean_and_holds_the_next_pull) {
+  auto pair = sync_pair(*sys);
+  auto s = pair.first, b = pair.second;
   // The pull for step 1 is asked first; it may only be answered once step 0 is applied.
   caf::scoped_actor puller{*sys};
   puller->send(b, pull_atom::value, row_request{0, 1, {5, 6}});
@@ -208,14 +215,8 @@ TEST_F(sparse_test, the_sync_barrier_applies_the_row_weighted_mean_and_holds_the
 // A worker that pushed step t and left (it finished its rows) before another pushed step t: the
 // step waits for the live one and sums both; the live worker's later steps close on its own.
 TEST_F(sparse_test, the_sync_barrier_waits_for_live_workers_after_one_leaves) {
-  sparse_shard_config sc;
-  sc.table = small_table();
-  sc.table.dim = 1;
-  sc.table.init_scale = 0;
-  sc.optim.kind = "sgd";
-  sc.optim.lr = 1.f;
-  auto s = sys->spawn(sparse_shard, sc);
-  auto b = sys->spawn(sparse_barrier, sparse_barrier_config{s, 2, 1});
+  auto pair = sync_pair(*sys);
+  auto s = pair.first, b = pair.second;
   auto grad = [](std::int32_t worker, std::int64_t step, float v) {
     row_gradient g;
     g.worker = worker;
