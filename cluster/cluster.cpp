@@ -48,8 +48,8 @@ struct registrar_state {
   std::vector<bool> peer_known;    ///< per ps index: it told us its endpoint
   int peers_known = 0;
   std::vector<caf::typed_response_promise<std::vector<ps_endpoint>>> waiting_peers;
-  // Per-node traffic: registered nodes by node id, their last reports, and who sent a final one.
-  std::map<caf::node_id, std::string> node_names;
+  // Per-node traffic: the registered nodes' last reports (by name, members->names), and who sent
+  // a final one.
   std::map<std::string, std::vector<socket_traffic>> traffic;
   std::set<std::string> final_traffic;
   std::vector<caf::typed_response_promise<std::vector<observe::node_traffic>>> waiting_traffic;
@@ -98,10 +98,10 @@ caf::result<std::int32_t, std::int32_t, tensor> on_hello(registrar_ptr self,
   if (auto sender = self->current_sender()) {
     // Two nodes named alike (the same [cluster] name) are told apart by role and index.
     auto shown = name;
-    for (auto& [id, n] : st.node_names)
+    auto& names = st.members->names;
+    for (auto& [id, n] : names)
       if (n == shown && id != sender->node()) shown = name + "-" + role + std::to_string(index);
-    st.node_names[sender->node()] = shown;
-    st.members->names[sender->node()] = shown;
+    names[sender->node()] = shown;
   }
   return {index, static_cast<std::int32_t>(count), byte_order_probe()};
 }
@@ -167,44 +167,41 @@ void on_peer(registrar_ptr self, std::int32_t index, const ps_endpoint& at) {
 constexpr auto traffic_sample_every = std::chrono::milliseconds(100);
 
 /// Every node's traffic joined, the coordinator node's own connections sampled now (a node
-/// sharing its process with others reports none: its sockets are not its own alone).
-std::vector<observe::node_traffic> joined_traffic(registrar_ptr self) {
+/// sharing its process with others reports none: its sockets are not its own alone), and put in
+/// the hub.
+std::vector<observe::node_traffic> publish_traffic(registrar_ptr self) {
   auto& st = self->state;
   auto all = st.traffic;
   if (net::node_scope::alone()) all[st.own_name] = st.own_traffic.sample();
-  return net::join_traffic(all);
-}
-
-void publish_traffic(registrar_ptr self) {
-  auto& st = self->state;
-  if (!st.hub) return;
-  auto nodes = joined_traffic(self);
-  st.hub->update([&](observe::run_snapshot& snap) { snap.nodes = std::move(nodes); });
-}
-
-/// Answers those waiting for the final traffic once every registered node sent its final report.
-void maybe_deliver_traffic(registrar_ptr self, bool timed_out) {
-  auto& st = self->state;
-  if (st.waiting_traffic.empty()) return;
-  if (!timed_out && st.final_traffic.size() < st.node_names.size()) return;
-  auto nodes = joined_traffic(self);
+  auto nodes = net::join_traffic(all);
   if (st.hub) st.hub->update([&](observe::run_snapshot& snap) { snap.nodes = nodes; });
+  return nodes;
+}
+
+/// Answers those waiting for the final traffic once every registered node sent its final report
+/// (or their wait timed out); false while they still wait (or none does).
+bool maybe_deliver_traffic(registrar_ptr self, bool timed_out) {
+  auto& st = self->state;
+  if (st.waiting_traffic.empty()) return false;
+  if (!timed_out && st.final_traffic.size() < st.members->names.size()) return false;
+  auto nodes = publish_traffic(self);
   for (auto& p : st.waiting_traffic) p.deliver(nodes);
   st.waiting_traffic.clear();
+  return true;
 }
 
 /// A registered node's connections (reports from anyone else are ignored).
 caf::result<bool> on_traffic(registrar_ptr self, std::vector<socket_traffic>& sockets, bool last) {
   auto& st = self->state;
   auto sender = self->current_sender();
-  auto it = sender ? st.node_names.find(sender->node()) : st.node_names.end();
-  if (it == st.node_names.end()) return false;
+  auto& names = st.members->names;
+  auto it = sender ? names.find(sender->node()) : names.end();
+  if (it == names.end()) return false;
   if (auto why = net::check_traffic_report(sockets); !why.empty())
     return make_error(errc::bad_config, "node '" + it->second + "' sent " + why);
   st.traffic[it->second] = std::move(sockets);
   if (last) st.final_traffic.insert(it->second);
-  publish_traffic(self);
-  maybe_deliver_traffic(self, false);
+  if (!maybe_deliver_traffic(self, false)) publish_traffic(self);
   return true;
 }
 
@@ -265,7 +262,7 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
       },
       [self](traffic_atom, bool wait) -> caf::result<std::vector<observe::node_traffic>> {
         auto& st = self->state;
-        if (!wait) return joined_traffic(self);
+        if (!wait) return publish_traffic(self);
         st.waiting_traffic.push_back(
             self->make_response_promise<std::vector<observe::node_traffic>>());
         auto p = st.waiting_traffic.back();

@@ -247,23 +247,10 @@ TEST(prometheus, numbers_round_trip_and_special_values) {
   EXPECT_TRUE(std::isnan(parse(prometheus_text(s)).value("actrain_test_loss")));
 }
 
-class_report two_class_report() {
-  class_report c;
-  c.precision = {0.5, 0.75};
-  c.recall = {1.0, 0.25};
-  c.average_precision = {0.9, NAN};
-  c.support = {3, 0};
-  c.macro_precision = 0.625;
-  c.macro_recall = 0.625;
-  c.macro_average_precision = 0.9;
-  c.auc = 0.8;
-  return c;
-}
-
 TEST(prometheus, a_classifier_reports_per_class_and_macro_figures) {
   run_snapshot s;
   EXPECT_TRUE(parse(prometheus_text(s)).find("actrain_test_precision").empty());  // none yet
-  s.classes = two_class_report();
+  s.classes = testing::two_class_report();
   const auto e = parse(prometheus_text(s));
   const auto p = e.find("actrain_test_precision");
   ASSERT_EQ(p.size(), 2u);

@@ -58,23 +58,10 @@ TEST(status_json, non_finite_numbers_become_null) {
   EXPECT_EQ(j.at("curve").at("seconds").size(), 0u);
 }
 
-class_report two_class_report() {
-  class_report c;
-  c.precision = {0.5, 0.75};
-  c.recall = {1.0, 0.25};
-  c.average_precision = {0.9, NAN};
-  c.support = {3, 0};
-  c.macro_precision = 0.625;
-  c.macro_recall = 0.625;
-  c.macro_average_precision = 0.9;
-  c.auc = 0.8;
-  return c;
-}
-
 TEST(status_json, a_classifier_carries_its_per_class_report) {
   run_snapshot s;
   EXPECT_TRUE(nlohmann::json::parse(status_json(s).dump()).at("classes").is_null());
-  s.classes = two_class_report();
+  s.classes = testing::two_class_report();
   const auto j = nlohmann::json::parse(status_json(s).dump()).at("classes");
   EXPECT_EQ(j.at("precision"), (std::vector<double>{0.5, 0.75}));
   EXPECT_EQ(j.at("recall")[1], 0.25);

@@ -16,6 +16,20 @@
 
 namespace actrain::observe::testing {
 
+/// A two-class report with a class that has no rows (its AP undefined) and an AUC.
+inline class_report two_class_report() {
+  class_report c;
+  c.precision = {0.5, 0.75};
+  c.recall = {1.0, 0.25};
+  c.average_precision = {0.9, NAN};
+  c.support = {3, 0};
+  c.macro_precision = 0.625;
+  c.macro_recall = 0.625;
+  c.macro_average_precision = 0.9;
+  c.auc = 0.8;
+  return c;
+}
+
 /// Curve point i of a synthetic run: loss decays, accuracy rises, throughput is steady.
 inline curve_point synthetic_point(int i) {
   curve_point p;
