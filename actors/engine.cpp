@@ -38,6 +38,11 @@ std::vector<shard_range_t> job_ranges(const job_spec& job) {
   return out;
 }
 
+double held_steps(const job_spec& job) {
+  if (job.compression != "topk" || !(job.topk_fraction > 0)) return 0;
+  return (1.0 / job.topk_fraction - 1.0) / 2.0;
+}
+
 std::vector<shard_config> make_shard_configs(const job_spec& job) {
   auto cpu = make_cpu_backend();
   auto init = make_model(job.model, *cpu, 1)->init_params(job.seed);
@@ -49,6 +54,7 @@ std::vector<shard_config> make_shard_configs(const job_spec& job) {
     c.init.assign(init.begin() + ranges[s].begin, init.begin() + ranges[s].end);
     c.optim = job.optim;
     c.staleness = job.staleness;
+    c.held_steps = held_steps(job);
     out.push_back(std::move(c));
   }
   return out;

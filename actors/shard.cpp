@@ -75,6 +75,7 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
   st.staleness = cfg.staleness;
   st.opt = make_optimizer(cfg.optim, st.values.size());
   st.rule = staleness_rule(cfg.staleness, st.values.size());
+  st.rule.hold(cfg.held_steps);
   // Kept weights hold snapshots: a pool as deep as the history recycles them once dropped.
   if (cfg.staleness.delay_compensation > 0.f)
     st.old_snapshots = tensor_pool(static_cast<std::size_t>(cfg.staleness.history) + 4);

@@ -33,9 +33,13 @@ class staleness_rule {
   /// The factor "sqrt" takes the step by now: 1 / sqrt(max(1, mean staleness)); 1 otherwise.
   float step_factor() const;
 
+  /// Every push's gradient mass also waited `steps` on its worker before it was sent (top-k
+  /// with error feedback): the momentum correction adds it to the mean staleness.
+  void hold(double steps) { held_ = steps > 0 ? steps : 0; }
+
   /// The momentum coefficient a rule configured with `configured` runs with now.
   float momentum_for(float configured) const {
-    return policy_.corrected_momentum(configured, mean_);
+    return policy_.corrected_momentum(configured, mean_ + held_);
   }
 
   /// The gradient to apply for `g`, computed from the weights at version `base` (`staleness`
@@ -55,6 +59,7 @@ class staleness_rule {
   staleness_policy policy_;
   std::size_t n_ = 0;
   double mean_ = 0;
+  double held_ = 0;
   std::int64_t observed_ = 0;
   std::deque<std::pair<std::int64_t, tensor>> kept_;  ///< (version, weights), oldest first
   std::vector<float> ms_;                             ///< running mean of g * g

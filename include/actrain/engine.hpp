@@ -28,6 +28,11 @@ struct shard_config {
   optim_spec optim;
   staleness_policy staleness;
   std::size_t histogram_bins = 33;  ///< staleness 0..31, and a last bin for >= 32
+  /// How many steps, on average, the gradient mass a push carries waited on its worker before
+  /// it was sent: 0, except with top-k compression, whose error feedback holds an entry back
+  /// until it is among the largest (held_steps(job_spec)). The momentum correction counts it as
+  /// staleness (staleness_rule::hold).
+  double held_steps = 0;
 };
 
 /// How to build one worker. The training data is shared (read-only) between the workers of a
@@ -129,6 +134,10 @@ worker_actor spawn_worker(caf::actor_system& sys, worker_config cfg, bool detach
 std::vector<shard_config> make_shard_configs(const job_spec& job);
 /// The parameter ranges of the job's shards.
 std::vector<shard_range_t> job_ranges(const job_spec& job);
+/// The steps a pushed gradient's mass waited on its worker, on average: with top-k compression
+/// an entry goes out about once every 1 / topk_fraction steps, carrying what accumulated since
+/// it last went, so its mass is (1 / topk_fraction - 1) / 2 steps old; 0 for every other kind.
+double held_steps(const job_spec& job);
 /// The worker config for worker `id` of a job laid out as `topo` (plan_topology).
 worker_config make_worker_config(const job_spec& job, const topology& topo,
                                  std::shared_ptr<const dataset> train, std::int32_t id);

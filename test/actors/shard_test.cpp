@@ -15,12 +15,14 @@ struct shard_test : ::testing::Test {
   testing::deterministic_system ds;
   caf::scoped_actor self{*ds.sys};
 
-  shard_actor make(std::vector<float> init, optim_spec o, staleness_policy sp = {}) {
+  shard_actor make(std::vector<float> init, optim_spec o, staleness_policy sp = {},
+                   double held_steps = 0) {
     shard_config c;
     c.index = 0;
     c.init = std::move(init);
     c.optim = o;
     c.staleness = sp;
+    c.held_steps = held_steps;
     return ds.sys->spawn(shard, std::move(c));
   }
   weights pull(const shard_actor& s, std::int32_t worker = 0) {
@@ -197,6 +199,42 @@ TEST_F(shard_test, a_stale_push_is_corrected_by_momentum_and_delay_compensation)
   ASSERT_TRUE(push(plain, grad({1.f}, p0.version)));
   ASSERT_TRUE(push(plain, grad({2.f}, p0.version)));
   EXPECT_NEAR(pull(plain).values[0], 0.61, 1e-6);
+}
+
+TEST_F(shard_test, top_k_held_steps_lower_the_momentum_of_fresh_pushes) {
+  optim_spec o;
+  o.kind = "momentum";
+  o.lr = 0.1f;
+  o.momentum = 0.9f;
+  // Fresh pushes (staleness 0) whose mass waited 1 step on the worker: momentum 0.9 - 1 / 2.
+  auto s = make({1.f}, o, {}, 1.0);
+  ASSERT_TRUE(push(s, grad({1.f}, 0)));  // v = 1: w = 0.9
+  ASSERT_TRUE(push(s, grad({1.f}, 1)));  // v = 0.4 * 1 + 1: w = 0.9 - 0.14
+  EXPECT_NEAR(pull(s).values[0], 0.76, 1e-6);
+  self->send(s, stats_atom::value);
+  ds.run();
+  self->receive([&](shard_stats& st) {
+    EXPECT_DOUBLE_EQ(st.mean_staleness, 0);
+    EXPECT_NEAR(st.momentum, 0.4, 1e-6);
+  });
+  // Top-k 1%: (100 - 1) / 2 steps held, implicit momentum 0.98: none is left to add.
+  job_spec j;
+  j.compression = "topk";
+  j.topk_fraction = 0.01;
+  EXPECT_DOUBLE_EQ(held_steps(j), 49.5);
+  auto t = make({1.f}, o, {}, held_steps(j));
+  ASSERT_TRUE(push(t, grad({1.f}, 0)));
+  ASSERT_TRUE(push(t, grad({1.f}, 1)));
+  EXPECT_NEAR(pull(t).values[0], 0.8, 1e-6);  // plain steps of 0.1
+  j.compression = "fp16";
+  EXPECT_DOUBLE_EQ(held_steps(j), 0);
+  // With momentum = "explicit" nothing is lowered: v = 0.9 + 1, w = 0.9 - 0.19.
+  staleness_policy off;
+  off.momentum = "explicit";
+  auto e = make({1.f}, o, off, 1.0);
+  ASSERT_TRUE(push(e, grad({1.f}, 0)));
+  ASSERT_TRUE(push(e, grad({1.f}, 1)));
+  EXPECT_NEAR(pull(e).values[0], 0.71, 1e-6);
 }
 
 TEST_F(shard_test, sqrt_policy_shrinks_steps_as_the_mean_staleness_grows) {

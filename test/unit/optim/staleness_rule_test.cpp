@@ -27,6 +27,17 @@ TEST(momentum_correction, subtracts_the_implicit_momentum_of_the_mean_staleness)
   EXPECT_FLOAT_EQ(p.corrected_momentum(0.9f, 7), 0.9f);
 }
 
+TEST(staleness_rule, steps_held_on_the_worker_add_to_the_mean_staleness_for_momentum) {
+  staleness_rule r(staleness_policy{}, 1);
+  r.hold(1);  // fresh pushes whose mass waited one step: 1 / 2 implicit
+  EXPECT_NEAR(r.momentum_for(0.9f), 0.4, 1e-6);
+  r.observe(2);  // 2 + 1 = 3: 3 / 4 implicit
+  EXPECT_NEAR(r.momentum_for(0.9f), 0.15, 1e-6);
+  EXPECT_DOUBLE_EQ(r.mean_staleness(), 2.0);  // the reported mean is the pushes' own
+  r.hold(-5);                                 // nonsense counts as nothing held
+  EXPECT_NEAR(r.momentum_for(0.9f), 0.9 - 2.0 / 3.0, 1e-6);
+}
+
 TEST(staleness_rule, mean_staleness_is_the_plain_mean_then_an_exponential_one) {
   staleness_rule r(staleness_policy{}, 1);
   r.observe(1);
