@@ -97,7 +97,8 @@ int bench_compression(const std::vector<std::string>& args) {
   caf::actor_system sys{cfg};
   auto cores = std::thread::hardware_concurrency();
   std::ostringstream doc;
-  doc << "Command: `actrain bench compression --epochs=" << o.epochs << "` (" << cores
+  doc << "Command: `actrain bench compression --epochs=" << o.epochs << " --repeats=" << o.repeats
+      << "` (" << cores
       << " cores, shared; every run in this one process, workers as detached threads with one "
          "BLAS thread each). MLP 784-256-10 on Fashion-MNIST, all 60,000 training rows, batch 64 "
          "per worker, 2 shards, a cosine schedule to 0 over the job's shard steps (sync: K times "
