@@ -48,13 +48,14 @@ std::vector<shard_config> make_shard_configs(const job_spec& job) {
   auto init = make_model(job.model, *cpu, 1)->init_params(job.seed);
   std::vector<shard_config> out;
   auto ranges = job_ranges(job);
+  const double held = held_steps(job);
   for (int s = 0; s < job.shards; ++s) {
     shard_config c;
     c.index = s;
     c.init.assign(init.begin() + ranges[s].begin, init.begin() + ranges[s].end);
     c.optim = job.optim;
     c.staleness = job.staleness;
-    c.held_steps = held_steps(job);
+    c.held_steps = held;
     out.push_back(std::move(c));
   }
   return out;

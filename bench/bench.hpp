@@ -78,4 +78,8 @@ job_spec reference_mlp_job(int epochs, const std::string& fashion_dir = "");
 /// One line with a job's model, optimizer, schedule, batch, epochs and seed.
 std::string describe_hparams(const job_spec& job);
 
+/// A sync job whose steps each take `k` workers' slices: its shards take k times fewer steps,
+/// so the schedule's total_steps (counted in shard steps) shrinks by k (at least 1).
+void fit_schedule_to_sync(job_spec& job, int k);
+
 }  // namespace actrain

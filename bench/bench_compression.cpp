@@ -2,7 +2,6 @@
 // accuracy and save in gradient bytes, against the same job uncompressed in the same run.
 #include "bench/bench_compression.hpp"
 
-#include <algorithm>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -102,8 +101,7 @@ int bench_compression(const std::vector<std::string>& args) {
       << " cores, shared; every run in this one process, workers as detached threads with one "
          "BLAS thread each). MLP 784-256-10 on Fashion-MNIST, all 60,000 training rows, batch 64 "
          "per worker, 2 shards, a cosine schedule to 0 over the job's shard steps (sync: K times "
-         "fewer), "
-         "accuracy on the 10,000 test rows. Each compressed "
+         "fewer), accuracy on the 10,000 test rows. Each compressed "
          "run is compared with the uncompressed run of the same setting in this run. *gradient "
          "bytes / step*: the payload one worker step pushes (all shards' slices: 4 bytes a value "
          "uncompressed, 2 with fp16, 4 + 4 per sent entry with top-k), from the workers' own "
@@ -143,8 +141,7 @@ int bench_compression(const std::vector<std::string>& args) {
           job.compression = c.kind;
           if (c.fraction > 0) job.topk_fraction = c.fraction;
           job.seed = base.seed + static_cast<std::uint64_t>(rep);
-          if (s.mode == "sync")
-            job.optim.total_steps = std::max<std::int64_t>(1, base.optim.total_steps / s.workers);
+          if (s.mode == "sync") fit_schedule_to_sync(job, s.workers);
           auto r = run_job(sys, job, data);
           if (!r.ok) {
             std::cerr << "actrain bench compression: " << s.name << ", " << c.name << ": "

@@ -69,7 +69,7 @@ run_t train_once(caf::actor_system& sys, job_spec job, const std::shared_ptr<job
     // and fit the cosine schedule to the shard's own step count.
     auto k = std::max(1, workers - m.backup);
     job.optim.lr *= static_cast<float>(std::sqrt(static_cast<double>(k)));
-    job.optim.total_steps = std::max<std::int64_t>(1, job.optim.total_steps / k);
+    fit_schedule_to_sync(job, k);
   }
   if (straggler_delay > 0) {
     job.stragglers = {workers - 1};

@@ -1,4 +1,5 @@
 // The recorded configurations of the reference runs, and a one-line description of a job.
+#include <algorithm>
 #include <sstream>
 
 #include "bench/bench.hpp"
@@ -64,6 +65,10 @@ job_spec reference_mlp_job(int epochs, const std::string& fashion_dir) {
   j.optim.kind = "adam";
   j.optim.lr = 1e-3f;
   return j;
+}
+
+void fit_schedule_to_sync(job_spec& job, int k) {
+  job.optim.total_steps = std::max<std::int64_t>(1, job.optim.total_steps / std::max(1, k));
 }
 
 std::string describe_hparams(const job_spec& job) {
