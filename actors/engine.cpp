@@ -43,6 +43,12 @@ double held_steps(const job_spec& job) {
   return (1.0 / job.topk_fraction - 1.0) / 2.0;
 }
 
+int shard_buffer(const job_spec& job) {
+  if (job.mode != "async") return 1;
+  const int want = job.staleness.buffer == 0 ? job.workers : job.staleness.buffer;
+  return std::max(1, std::min(want, job.workers));
+}
+
 std::vector<shard_config> make_shard_configs(const job_spec& job) {
   auto cpu = make_cpu_backend();
   auto init = make_model(job.model, *cpu, 1)->init_params(job.seed);
@@ -56,6 +62,7 @@ std::vector<shard_config> make_shard_configs(const job_spec& job) {
     c.optim = job.optim;
     c.staleness = job.staleness;
     c.held_steps = held;
+    c.buffer = shard_buffer(job);
     out.push_back(std::move(c));
   }
   return out;

@@ -24,6 +24,21 @@ weights current(shard_state& st) {
   return {st.index, st.version, st.snapshot};
 }
 
+// Adds `grad` (times `factor`) to the buffer. True once the buffer is full: `sum` then holds the
+// mean of the buffered gradients, and the buffer starts over.
+bool buffer_push(shard_state& st, span<const float> grad, float factor) {
+  // The factor is taken per push: a sqrt or inverse step scales each gradient by its own age.
+  if (st.buffered == 0) st.sum.assign(grad.size(), 0.f);
+  float* __restrict sum = st.sum.data();
+  for (std::size_t i = 0; i < grad.size(); ++i) sum[i] += factor * grad[i];
+  st.buffered += 1;
+  if (st.buffered < st.buffer) return false;
+  const float inv = 1.f / static_cast<float>(st.buffered);
+  for (auto& v : st.sum) v *= inv;
+  st.buffered = 0;
+  return true;
+}
+
 }  // namespace
 
 caf::expected<push_ack> apply_push(shard_state& st, gradient& g) {
@@ -55,10 +70,16 @@ caf::expected<push_ack> apply_push(shard_state& st, gradient& g) {
     return push_ack{st.version, staleness, false};
   }
   st.rule.observe(staleness);
+  auto grad = st.rule.compensate(st.values, g.values.values(), g.base_version, staleness);
+  if (st.buffer > 1) {
+    if (!buffer_push(st, grad, factor)) return push_ack{st.version, staleness, true};
+    grad = span<const float>(st.sum.data(), st.sum.size());
+    factor = 1.f;
+  }
   factor *= st.rule.step_factor();
   if (auto mu = st.opt->momentum(); mu > 0.f) st.opt->set_momentum(st.rule.momentum_for(mu));
-  auto grad = st.rule.compensate(st.values, g.values.values(), g.base_version, staleness);
-  auto lr = scheduled_lr(st.optim, st.opt->steps()) * factor;
+  // The schedule counts pushes taken: a buffered update stands for `buffer` of them.
+  auto lr = scheduled_lr(st.optim, st.opt->steps() * st.buffer) * factor;
   st.opt->step(span<float>(st.values), grad, lr);
   st.version += 1;
   st.old_snapshots.keep(std::move(st.snapshot));
@@ -76,6 +97,7 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
   st.opt = make_optimizer(cfg.optim, st.values.size());
   st.rule = staleness_rule(cfg.staleness, st.values.size());
   st.rule.hold(cfg.held_steps);
+  st.buffer = std::max(1, cfg.buffer);
   // Kept weights hold snapshots: a pool as deep as the history recycles them once dropped.
   if (cfg.staleness.delay_compensation > 0.f)
     st.old_snapshots = tensor_pool(static_cast<std::size_t>(cfg.staleness.history) + 4);

@@ -25,6 +25,9 @@ struct shard_state {
   staleness_policy staleness;
   staleness_rule rule;  ///< momentum correction and delay compensation (staleness_policy)
   std::int64_t version = 0;
+  int buffer = 1;                ///< pushes summed into one update (shard_config::buffer)
+  int buffered = 0;              ///< pushes summed into `sum` so far
+  std::vector<float> sum;        ///< buffer > 1: their gradients, scaled by their step factors
   shard_stats stats;
 };
 

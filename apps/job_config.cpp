@@ -77,7 +77,8 @@ app_config::app_config() {
       .add<str>("momentum",
                 "corrected (default: lower momentum by what asynchrony adds) | explicit")
       .add<double>("delay-compensation", "DC-ASGD-a strength (0 = off)")
-      .add<int64_t>("history", "weight versions a shard keeps for delay compensation");
+      .add<int64_t>("history", "weight versions a shard keeps for delay compensation")
+      .add<int64_t>("buffer", "async: pushes a shard sums into one update (0 = workers)");
   opt_group{custom_options_, "checkpoint"}
       .add<str>("dir", "checkpoint folder (\"\" = no checkpoints)")
       .add<int64_t>("every-steps",
@@ -487,6 +488,7 @@ job_spec job_from_config(const app_config& cfg) {
   j.staleness.delay_compensation =
       static_cast<float>(f64("staleness.delay-compensation", j.staleness.delay_compensation));
   j.staleness.history = i64("staleness.history", j.staleness.history);
+  j.staleness.buffer = i32("staleness.buffer", j.staleness.buffer);
   j.checkpoint.dir = str("checkpoint.dir", j.checkpoint.dir);
   j.checkpoint.every_steps = i64("checkpoint.every-steps", j.checkpoint.every_steps);
   j.checkpoint.every_seconds = f64("checkpoint.every-seconds", j.checkpoint.every_seconds);

@@ -31,20 +31,25 @@ struct rule_t {
   staleness_policy policy;
 };
 
-staleness_policy policy(std::string kind, std::string momentum, float dc) {
+/// A rule on its own: every push its own update unless `buffer` says otherwise.
+staleness_policy policy(std::string kind, std::string momentum, float dc, int buffer = 1) {
   staleness_policy p;
   p.kind = std::move(kind);
   p.momentum = std::move(momentum);
   p.delay_compensation = dc;
+  p.buffer = buffer;
   return p;
 }
 
+/// The rules studied; the last is the default (staleness_policy{}).
 std::vector<rule_t> study_rules() {
   return {{"none (explicit momentum)", policy("none", "explicit", 0)},
           {"inverse step", policy("inverse", "explicit", 0)},
           {"sqrt step + corrected", policy("sqrt", "corrected", 0)},
           {"delay compensation", policy("none", "explicit", 2)},
           {"sqrt step + corrected + dc", policy("sqrt", "corrected", 2)},
+          {"corrected momentum + buffer 2", policy("none", "corrected", 0, 2)},
+          {"corrected momentum + buffer = workers", policy("none", "corrected", 0, 0)},
           {"default: corrected momentum", staleness_policy{}}};
 }
 

@@ -38,6 +38,9 @@ void validate(const staleness_policy& p) {
   if (p.history < 1 || p.history > 1024)
     throw std::invalid_argument("staleness_policy.history: must be in [1, 1024], got " +
                                 std::to_string(p.history));
+  if (p.buffer < 0 || p.buffer > 4096)
+    throw std::invalid_argument("staleness_policy.buffer: must be in [0, 4096], got " +
+                                std::to_string(p.buffer));
   if (p.max_staleness < 0)
     throw std::invalid_argument("staleness_policy.max_staleness: must be >= 0, got " +
                                 std::to_string(p.max_staleness));

@@ -33,6 +33,9 @@ struct shard_config {
   /// until it is among the largest (held_steps(job_spec)). The momentum correction counts it as
   /// staleness (staleness_rule::hold).
   double held_steps = 0;
+  /// Pushes summed into one update (staleness_policy::buffer resolved for the job: 1 unless the
+  /// job is async).
+  int buffer = 1;
 };
 
 /// How to build one worker. The training data is shared (read-only) between the workers of a
@@ -138,6 +141,12 @@ std::vector<shard_range_t> job_ranges(const job_spec& job);
 /// an entry goes out about once every 1 / topk_fraction steps, carrying what accumulated since
 /// it last went, so its mass is (1 / topk_fraction - 1) / 2 steps old; 0 for every other kind.
 double held_steps(const job_spec& job);
+
+/// Pushes a shard of `job` sums into one update: staleness_policy::buffer in async mode (0: the
+/// job's workers), at most the job's workers (one worker's consecutive pushes are never merged:
+/// a single async worker steps like the reference trainer), 1 in sync and ssp (the barrier sums a
+/// step's slices already).
+int shard_buffer(const job_spec& job);
 /// The worker config for worker `id` of a job laid out as `topo` (plan_topology).
 worker_config make_worker_config(const job_spec& job, const topology& topo,
                                  std::shared_ptr<const dataset> train, std::int32_t id);

@@ -143,6 +143,14 @@ struct staleness_policy {
   /// computed from, shared with the pulls that handed them out); a gradient whose weights are
   /// older is applied uncompensated and counted.
   std::int64_t history = 16;
+  /// Buffered aggregation (FedBuff, Nguyen et al. 2022), async only: a shard sums this many
+  /// pushes, from whichever workers send them (none waits), and applies their mean as one
+  /// update (each push scaled by its own step factor). 1: every push is its own update; 0: as
+  /// many as the job has workers; never more than the job's workers, so one async worker steps
+  /// on every push. Measured in docs/benchmarks.md (staleness study): 2 helps at 4-8 workers but
+  /// halves the updates, so it is not the default. Pushes still buffered when a job stops or
+  /// checkpoints are not applied (like pushes in flight).
+  int buffer = 1;
   /// Factor to multiply the learning rate by for a gradient `staleness` versions old;
   /// returns 0 when the gradient must be dropped.
   float factor(std::int64_t staleness) const;

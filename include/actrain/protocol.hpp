@@ -98,7 +98,9 @@ struct gradient {
 struct push_ack {
   std::int64_t version = 0;    ///< the shard's version after this push
   std::int64_t staleness = 0;  ///< shard version minus the gradient's base version, on arrival
-  bool applied = true;         ///< false: dropped by the staleness policy or as late
+  /// false: dropped by the staleness policy or as late. true: taken; with buffered
+  /// aggregation (staleness_policy::buffer) it may wait in the buffer, the version unchanged.
+  bool applied = true;
 };
 
 /// A shard's (or barrier's) counters.

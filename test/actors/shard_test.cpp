@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <actrain/engine.hpp>
+
 #include "actor_fixture.hpp"
 #include "actors/shard.hpp"
 
@@ -199,6 +201,73 @@ TEST_F(shard_test, a_stale_push_is_corrected_by_momentum_and_delay_compensation)
   ASSERT_TRUE(push(plain, grad({1.f}, p0.version)));
   ASSERT_TRUE(push(plain, grad({2.f}, p0.version)));
   EXPECT_NEAR(pull(plain).values[0], 0.61, 1e-6);
+}
+
+TEST_F(shard_test, a_buffered_shard_applies_the_mean_of_its_pushes_scaled_one_by_one) {
+  optim_spec o;
+  o.kind = "momentum";
+  o.lr = 0.1f;
+  o.momentum = 0.9f;
+  staleness_policy inv;  // every push's step divided by 1 + its own staleness
+  inv.kind = "inverse";
+  inv.momentum = "explicit";
+  shard_config c;
+  c.index = 0;
+  c.init = {1.f};
+  c.optim = o;
+  c.staleness = inv;
+  c.buffer = 2;
+  auto s = ds.sys->spawn(shard, std::move(c));
+  auto first = push(s, grad({1.f}, 0));  // buffered: taken, nothing applied yet
+  ASSERT_TRUE(first) << describe_error(first.error());
+  EXPECT_TRUE(first->applied);
+  EXPECT_EQ(first->version, 0);
+  auto w = pull(s);
+  EXPECT_EQ(w.version, 0);
+  EXPECT_EQ(w.values[0], 1.f);
+  auto second = push(s, grad({3.f}, 0, 1));  // full: mean (1 + 3) / 2 = 2, v = 2, w = 0.8
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->version, 1);
+  EXPECT_NEAR(pull(s).values[0], 0.8, 1e-6);
+  // One update stale: 2 / (1 + 1) = 1; fresh: 4. Mean 2.5, v = 0.9 * 2 + 2.5 = 4.3, w = 0.37.
+  ASSERT_TRUE(push(s, grad({2.f}, 0)));
+  ASSERT_TRUE(push(s, grad({4.f}, 1, 1)));
+  w = pull(s);
+  EXPECT_EQ(w.version, 2);
+  EXPECT_NEAR(w.values[0], 0.37, 1e-6);
+  // A rejected push takes no place in the buffer.
+  EXPECT_FALSE(push(s, grad({1.f, 2.f}, 2)));
+  ASSERT_TRUE(push(s, grad({1.f}, 2)));
+  EXPECT_EQ(pull(s).version, 2);
+}
+
+TEST(shard_buffer, async_jobs_buffer_up_to_their_workers_sync_and_ssp_never) {
+  job_spec j;
+  j.mode = "async";
+  j.workers = 4;
+  EXPECT_EQ(shard_buffer(j), 1);  // the default: every push its own update
+  j.staleness.buffer = 2;
+  EXPECT_EQ(shard_buffer(j), 2);
+  j.workers = 1;
+  EXPECT_EQ(shard_buffer(j), 1);  // one worker's consecutive pushes are never merged
+  j.workers = 8;
+  j.staleness.buffer = 0;
+  EXPECT_EQ(shard_buffer(j), 8);
+  j.staleness.buffer = 16;
+  EXPECT_EQ(shard_buffer(j), 8);
+  j.staleness.buffer = 1;
+  EXPECT_EQ(shard_buffer(j), 1);
+  j.staleness.buffer = 4;
+  j.mode = "sync";
+  EXPECT_EQ(shard_buffer(j), 1);
+  j.mode = "ssp";
+  EXPECT_EQ(shard_buffer(j), 1);
+  j.mode = "async";
+  j.model = model_spec("linear", 4, 1);
+  j.shards = 2;
+  auto configs = make_shard_configs(j);
+  ASSERT_EQ(configs.size(), 2u);
+  for (auto& c : configs) EXPECT_EQ(c.buffer, 4);
 }
 
 TEST_F(shard_test, top_k_held_steps_lower_the_momentum_of_fresh_pushes) {

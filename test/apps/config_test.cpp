@@ -35,6 +35,14 @@ TEST(config_test, a_good_file_with_overrides_fills_the_job) {
   EXPECT_EQ(job.optim.kind, "adam");
   EXPECT_FLOAT_EQ(job.optim.lr, 0.001f);
   EXPECT_EQ(job.data.rows, 1000);
+  EXPECT_EQ(job.staleness.buffer, 1);  // off unless asked for
+  app_config buffered;
+  ASSERT_EQ(load_app_config(buffered, {"--config", path, "--staleness.buffer=0",
+                                       "--staleness.momentum=explicit"}),
+            "");
+  auto b = job_from_config(buffered);
+  EXPECT_EQ(b.staleness.buffer, 0);
+  EXPECT_EQ(b.staleness.momentum, "explicit");
 }
 
 // CAF 0.17 takes booleans as bare flags only; `=false` and `=true` work on the command line too,

@@ -165,6 +165,12 @@ TEST(staleness_policy, validate_names_the_new_fields) {
   p.history = 0;
   EXPECT_THAT([&] { validate(p); },
               ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("history")));
+  p = {};
+  p.buffer = -1;
+  EXPECT_THAT([&] { validate(p); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("buffer")));
+  p.buffer = 0;  // as many as the job's workers
+  EXPECT_NO_THROW(validate(p));
 }
 
 }  // namespace
