@@ -11,6 +11,14 @@
 # time is scarce), and the exit status is non-zero if anything failed.
 # Knobs: BUILD (build-gpu), CUDA_ARCHS (e.g. 90-real; default: the project's 80/90 set),
 # JOBS (nproc), TORCH_STEPS (200).
+#
+# PREBUILT=<dir> skips install, configure and build: <dir>/bundle.tar.gz, made by
+# scripts/gpu/pack.sh on a Debian 12 machine with the CUDA 13 toolkit, holds the CUDA test
+# binaries, the actrain binary, the Debian libraries they load (glibc and its loader among them)
+# and Fashion-MNIST. Each binary runs through the packed loader with the packed libraries first,
+# then the GPU machine's cudart, cuBLAS and driver; the tests run one binary at a time (what
+# `ctest -L cuda` runs) with ACTRAIN_EXPECT_GPU=1. This is the mode for GPU machines that have
+# CUDA but cannot install Debian's packages (no network, another distribution).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 REPO=$(pwd)
@@ -49,8 +57,57 @@ machine() {
   nvidia-smi
   nvidia-smi -L | grep -q GPU || { echo "nvidia-smi lists no GPU"; return 1; }
   command -v nvcc && nvcc --version
-  cmake --version
+  command -v cmake && cmake --version
+  head -n 3 /etc/os-release || true
   git -C "$REPO" log -1 --oneline || true
+}
+
+# PREBUILT mode: unpack the bundle and find the GPU machine's CUDA 13 runtime, cuBLAS and driver.
+unpack() {
+  P=${P:-/tmp/actrain-prebuilt}
+  rm -rf "$P" && mkdir -p "$P" && tar -C "$P" -xzf "$REPO/$PREBUILT/bundle.tar.gz" || return 1
+  echo "bundle: $(cat "$P/COMMIT")"
+  local lib dirs=()
+  for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcuda.so.1; do
+    local at
+    at=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+    [ -n "$at" ] || at=$(find /usr/local/cuda/lib /usr/local/cuda/lib64 /usr/local/nvidia \
+      /usr/lib/x86_64-linux-gnu /usr/local /opt -name "$lib" 2>/dev/null | head -n 1)
+    if [ -z "$at" ]; then
+      # The driver's libcuda may sit where only the default search finds it; the first test
+      # names any library that is really missing.
+      echo "$lib: not found by ldconfig or find; left to the loader's defaults"
+      continue
+    fi
+    echo "$lib: $at"
+    dirs+=("$(dirname "$at")")
+  done
+  CUDA_LIBS=$(printf '%s\n' "${dirs[@]}" | awk '!seen[$0]++' | paste -sd:)
+  echo "CUDA library path: $CUDA_LIBS"
+  run_packed cuda_device_test --gtest_list_tests >/dev/null || return 1
+}
+
+# run_packed <binary> <args...>: one packed binary, through the packed loader.
+run_packed() {
+  local bin=$1
+  shift
+  ACTRAIN_FASHION_MNIST="$P/fashion-mnist" \
+    "$P/lib/ld-linux-x86-64.so.2" --library-path "$P/lib:$CUDA_LIBS" "$P/bin/$bin" "$@"
+}
+
+packed_tests() {
+  local t rc=0
+  for t in cuda_kernels_test cuda_device_test cuda_model_test cuda_engine_test; do
+    echo "== $t"
+    ACTRAIN_EXPECT_GPU=1 run_packed "$t" --gtest_output="xml:$OUT/$t.xml" || rc=1
+  done
+  return $rc
+}
+
+packed_bench() {
+  # --tf32 first, fp32 last: both write section "gpu" of docs/benchmarks.md; the fp32 one stays.
+  ACTRAIN_SOURCE_DIR="$REPO" run_packed actrain bench gpu --tf32 || return 1
+  ACTRAIN_SOURCE_DIR="$REPO" run_packed actrain bench gpu && cp "$REPO/docs/benchmarks.md" "$OUT/benchmarks.md"
 }
 
 have_headers() {
@@ -97,18 +154,36 @@ torch_bench() {
 }
 
 step fatal machine machine
-step fatal deps deps
-step fatal configure configure
-step fatal build cmake --build "$REPO/$BUILD" -j "$JOBS"
-step soft cuda_tests cuda_tests
-if [ -x "$REPO/$BUILD/apps/actrain" ]; then
-  step soft actrain_bench_gpu actrain_bench
+if [ -n "${PREBUILT:-}" ]; then
+  P=/tmp/actrain-prebuilt
+  CUDA_LIBS=
+  # unpack runs in this shell (not through step's redirect alone) so CUDA_LIBS stays set.
+  echo "== unpack" >&2
+  if unpack >"$OUT/unpack.log" 2>&1; then
+    summary+=("ok    unpack")
+  else
+    summary+=("FAIL  unpack: log $OUT/unpack.log")
+    cat "$OUT/unpack.log" >&2
+    finish 1
+  fi
+  step soft cuda_tests packed_tests
+  step soft actrain_bench_gpu packed_bench
 else
-  summary+=("skip  actrain_bench_gpu: $BUILD/apps/actrain was not built")
+  step fatal deps deps
+  step fatal configure configure
+  step fatal build cmake --build "$REPO/$BUILD" -j "$JOBS"
+  step soft cuda_tests cuda_tests
+  if [ -x "$REPO/$BUILD/apps/actrain" ]; then
+    step soft actrain_bench_gpu actrain_bench
+  else
+    summary+=("skip  actrain_bench_gpu: $BUILD/apps/actrain was not built")
+  fi
 fi
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null
 then
   step soft torch_mlp torch_bench
+  step soft torch_mlp_host_data python3 "$REPO/bench/gpu/torch_mlp.py" --host-data \
+    --steps "${TORCH_STEPS:-200}"
 else
   summary+=("skip  torch_mlp: python3 has no torch with CUDA")
 fi

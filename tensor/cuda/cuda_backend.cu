@@ -1,5 +1,5 @@
 // The CUDA backend: one GPU, one stream, one cuBLAS handle (bound to the stream), device memory
-// from cudaMalloc, uploads through a pinned staging buffer. Every call first makes this
+// from cudaMalloc, uploads through a ring of pinned staging slots. Every call first makes this
 // backend's device current, since one thread may drive backends on several GPUs in turn.
 #include <algorithm>
 #include <cstdio>
@@ -55,26 +55,29 @@ class cuda_backend final : public backend {
     }
   }
 
-  // Copies into the pinned staging buffer, then queues an async copy: the caller may reuse
-  // src_host as soon as this returns. The staging buffer is reused only after the previous
-  // upload from it has completed (staging_free_).
+  // Copies into the next pinned staging slot, then queues an async copy: the caller may reuse
+  // src_host as soon as this returns. A slot is reused only after the copy out of it has
+  // completed (its event), so the parameter vector, x and y of one step take three slots and no
+  // upload waits on the one before it.
   void upload(float* dst, const float* src_host, std::size_t n) override {
     if (n == 0) return;
     activate();
-    check(cudaEventSynchronize(staging_free_), "cudaEventSynchronize(staging)", device_);
-    if (n > staging_n_) {
-      if (staging_) check(cudaFreeHost(staging_), "cudaFreeHost", device_);
-      staging_ = nullptr;
-      staging_n_ = 0;
+    staging_slot& s = staging_[next_slot_];
+    next_slot_ = (next_slot_ + 1) % kStagingSlots;
+    check(cudaEventSynchronize(s.free), "cudaEventSynchronize(staging)", device_);
+    if (n > s.n) {
+      if (s.host) check(cudaFreeHost(s.host), "cudaFreeHost", device_);
+      s.host = nullptr;
+      s.n = 0;
       void* p = nullptr;
       check(cudaMallocHost(&p, n * sizeof(float)), "cudaMallocHost(staging)", device_);
-      staging_ = static_cast<float*>(p);
-      staging_n_ = n;
+      s.host = static_cast<float*>(p);
+      s.n = n;
     }
-    std::memcpy(staging_, src_host, n * sizeof(float));
-    check(cudaMemcpyAsync(dst, staging_, n * sizeof(float), cudaMemcpyHostToDevice, stream_),
+    std::memcpy(s.host, src_host, n * sizeof(float));
+    check(cudaMemcpyAsync(dst, s.host, n * sizeof(float), cudaMemcpyHostToDevice, stream_),
           "cudaMemcpyAsync(host to device)", device_);
-    check(cudaEventRecord(staging_free_, stream_), "cudaEventRecord(staging)", device_);
+    check(cudaEventRecord(s.free, stream_), "cudaEventRecord(staging)", device_);
   }
 
   void download(float* dst_host, const float* src, std::size_t n) override {
@@ -206,8 +209,9 @@ class cuda_backend final : public backend {
     // Default math keeps sgemm in full fp32; TF32 tensor cores only when the job opts in.
     check(cublasSetMathMode(blas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
           "cublasSetMathMode", device_);
-    check(cudaEventCreateWithFlags(&staging_free_, cudaEventDisableTiming), "cudaEventCreate",
-          device_);
+    for (auto& slot : staging_)
+      check(cudaEventCreateWithFlags(&slot.free, cudaEventDisableTiming), "cudaEventCreate",
+            device_);
     void* p = nullptr;
     check(cudaMalloc(&p, sizeof(cuda::reduce_scratch)), "cudaMalloc(reduce scratch)", device_);
     scratch_ = static_cast<cuda::reduce_scratch*>(p);
@@ -223,12 +227,15 @@ class cuda_backend final : public backend {
     }
     if (stream_) cudaStreamSynchronize(stream_);
     if (blas_) cublasDestroy(blas_);
-    if (staging_free_) cudaEventDestroy(staging_free_);
-    if (staging_) cudaFreeHost(staging_);
+    for (auto& slot : staging_) {
+      if (slot.free) cudaEventDestroy(slot.free);
+      if (slot.host) cudaFreeHost(slot.host);
+      slot = staging_slot{};
+    }
     if (host_result_) cudaFreeHost(host_result_);
     if (scratch_) cudaFree(scratch_);
     if (stream_) cudaStreamDestroy(stream_);
-    blas_ = nullptr, staging_free_ = nullptr, staging_ = nullptr, host_result_ = nullptr;
+    blas_ = nullptr, host_result_ = nullptr;
     scratch_ = nullptr, stream_ = nullptr;
     cudaGetLastError();
   }
@@ -257,9 +264,14 @@ class cuda_backend final : public backend {
   std::string name_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
-  float* staging_ = nullptr;  // pinned host memory, staging_n_ floats
-  std::size_t staging_n_ = 0;
-  cudaEvent_t staging_free_ = nullptr;          // recorded after the last copy out of staging_
+  struct staging_slot {
+    float* host = nullptr;        // pinned host memory, n floats
+    std::size_t n = 0;
+    cudaEvent_t free = nullptr;   // recorded after the last copy out of host
+  };
+  static constexpr int kStagingSlots = 4;
+  staging_slot staging_[kStagingSlots];
+  int next_slot_ = 0;
   cuda::reduce_scratch* scratch_ = nullptr;     // device
   cuda::reduce_result* host_result_ = nullptr;  // pinned host
 };

@@ -57,23 +57,31 @@ __global__ void axpy_kernel(std::size_t n, float alpha, const float* x, float* y
   for (std::size_t i = global_index(); i < n; i += grid_stride()) y[i] += alpha * x[i];
 }
 
-__global__ void add_row_vector_kernel(std::size_t n, int cols, const float* v, float* x) {
-  for (std::size_t i = global_index(); i < n; i += grid_stride()) x[i] += v[i % cols];
+// Index type I: 32-bit whenever rows x cols fits, so the per-element modulo is a 32-bit one.
+template <class I>
+__global__ void add_row_vector_kernel(I n, I cols, const float* v, float* x) {
+  const I stride = I(gridDim.x) * blockDim.x;
+  for (I i = I(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) x[i] += v[i % cols];
 }
 
-// Block (32, 8): 32 adjacent columns (coalesced reads of each row), 8 row lanes whose partial
-// sums are folded through shared memory.
+// Block (32, kSumLanes): 32 adjacent columns (coalesced reads of each row), kSumLanes row lanes
+// whose partial sums are folded through shared memory in a fixed order. Narrow matrices (the
+// 10-class layer) get one block, so it has many row lanes: each lane reads rows / 32 rows.
+constexpr int kSumLanes = 32;
 __global__ void column_sums_kernel(int rows, int cols, const float* x, float* out) {
-  __shared__ float part[8][33];
+  __shared__ float part[kSumLanes][33];
   const int c = blockIdx.x * 32 + threadIdx.x;
   float s = 0;
-  if (c < cols)
-    for (int r = threadIdx.y; r < rows; r += 8) s += x[std::size_t(r) * cols + c];
+  if (c < cols) {
+    int r = threadIdx.y;
+#pragma unroll 4
+    for (; r < rows; r += kSumLanes) s += x[std::size_t(r) * cols + c];
+  }
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
     float t = 0;
-    for (int j = 0; j < 8; ++j) t += part[j][threadIdx.x];
+    for (int j = 0; j < kSumLanes; ++j) t += part[j][threadIdx.x];
     out[c] = t;
   }
 }
@@ -197,10 +205,15 @@ void launch_axpy(cudaStream_t s, std::size_t n, float alpha, const float* x, flo
 }
 void launch_add_row_vector(cudaStream_t s, int rows, int cols, const float* v, float* x) {
   const std::size_t n = std::size_t(rows) * cols;
-  if (n) add_row_vector_kernel<<<grid_for(n), kThreads, 0, s>>>(n, cols, v, x);
+  if (n == 0) return;
+  if (n <= 0xffffffffu)
+    add_row_vector_kernel<unsigned><<<grid_for(n), kThreads, 0, s>>>(unsigned(n), unsigned(cols),
+                                                                     v, x);
+  else
+    add_row_vector_kernel<std::size_t><<<grid_for(n), kThreads, 0, s>>>(n, std::size_t(cols), v, x);
 }
 void launch_column_sums(cudaStream_t s, int rows, int cols, const float* x, float* out) {
-  if (cols > 0) column_sums_kernel<<<(cols + 31) / 32, dim3(32, 8), 0, s>>>(rows, cols, x, out);
+  if (cols > 0) column_sums_kernel<<<(cols + 31) / 32, dim3(32, kSumLanes), 0, s>>>(rows, cols, x, out);
 }
 void launch_relu(cudaStream_t s, std::size_t n, const float* x, float* y) {
   if (n) relu_kernel<<<grid_for(n), kThreads, 0, s>>>(n, x, y);
