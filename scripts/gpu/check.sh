@@ -87,17 +87,25 @@ unpack() {
   run_packed cuda_device_test --gtest_list_tests >/dev/null || return 1
 }
 
-# run_packed <binary> <args...>: one packed binary, through the packed loader.
+# run_packed <binary> <args...>: one packed binary, through the packed loader. Such a process
+# cannot re-run itself with the OpenBLAS core it would pick (apps/main.cpp), so the core is set
+# here, from the CPU's flags, unless the caller chose one.
 run_packed() {
-  local bin=$1
+  local bin=$1 core=${OPENBLAS_CORETYPE:-}
   shift
-  ACTRAIN_FASHION_MNIST="$P/fashion-mnist" \
+  if [ -z "$core" ]; then
+    if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then core=SkylakeX
+    elif grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then core=Haswell
+    fi
+  fi
+  env ${core:+OPENBLAS_CORETYPE=$core} ACTRAIN_FASHION_MNIST="$P/fashion-mnist" \
     "$P/lib/ld-linux-x86-64.so.2" --library-path "$P/lib:$CUDA_LIBS" "$P/bin/$bin" "$@"
 }
 
 packed_tests() {
   local t rc=0
-  for t in cuda_kernels_test cuda_device_test cuda_model_test cuda_engine_test; do
+  for t in "$P"/bin/cuda_*_test; do
+    t=$(basename "$t")
     echo "== $t"
     ACTRAIN_EXPECT_GPU=1 run_packed "$t" --gtest_output="xml:$OUT/$t.xml" || rc=1
   done

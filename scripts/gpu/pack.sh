@@ -15,10 +15,10 @@ DEST=${DEST:-.gpu}
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
   { echo "pack: no nvcc (CUDA 13 toolkit) here: the bundle needs a CUDA build" >&2; exit 2; }
 cmake -S . -B "$BUILD" -G Ninja -DACTRAIN_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-bins=(test/unit/cuda/cuda_kernels_test test/unit/cuda/cuda_device_test
-      test/unit/cuda/cuda_model_test test/unit/cuda/cuda_engine_test apps/actrain)
-cmake --build "$BUILD" --target cuda_kernels_test cuda_device_test cuda_model_test \
-  cuda_engine_test actrain
+tests=(cuda_kernels_test cuda_device_test cuda_no_device_test cuda_model_test cuda_engine_test)
+bins=(apps/actrain)
+for t in "${tests[@]}"; do bins+=("test/unit/cuda/$t"); done
+cmake --build "$BUILD" --target "${tests[@]}" actrain
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/fashion-mnist"
