@@ -56,11 +56,12 @@ double device_loop_rate(const model_spec& spec, int batch, int steps, bool tf32)
   return static_cast<double>(steps) * batch / s;
 }
 
-/// torch_mlp.py's figures keyed by "model/batch".
-std::map<std::string, double> torch_rates(bool tf32) {
+/// torch_mlp.py's figures keyed by "model/batch" (eager, or the step replayed as a CUDA graph).
+std::map<std::string, double> torch_rates(bool tf32, bool graph) {
   const char* src = std::getenv("ACTRAIN_SOURCE_DIR");
   std::string cmd = "timeout 600 python3 " + std::string(src ? src : ".") +
-                    "/bench/gpu/torch_mlp.py --steps 200" + (tf32 ? " --tf32" : "") + " 2>&1";
+                    "/bench/gpu/torch_mlp.py --steps 200" + (tf32 ? " --tf32" : "") +
+                    (graph ? " --graph" : "") + " 2>&1";
   std::map<std::string, double> out;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return out;
@@ -115,10 +116,20 @@ int bench_gpu(const std::vector<std::string>& args) {
            fmt(100 * r.tflops / peak, 0) + "% |\n");
     }
   }
-  auto torch = torch_rates(tf32);
+  auto torch = torch_rates(tf32, false);
+  auto graphed = torch_rates(tf32, true);
   emit(
-      "\n| model | batch | actrain device loop samples/s | PyTorch samples/s | ratio |\n"
-      "| --- | --- | --- | --- | --- |\n");
+      "\nSame GPU, same model, batch and fp32 math (TF32 as the first table says), SGD 0.1, "
+      "device-resident data on both sides; PyTorch eager is one Python step per batch, PyTorch "
+      "graph replays the whole step as one captured CUDA graph. Ratios are actrain's samples/s "
+      "over PyTorch's.\n\n"
+      "| model | batch | actrain device loop samples/s | PyTorch eager | PyTorch CUDA graph | "
+      "vs eager | vs graph |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+  auto cell = [](const std::map<std::string, double>& m, const std::string& key, double rate) {
+    auto it = m.find(key);
+    if (it == m.end()) return std::pair<std::string, std::string>{"-", "-"};
+    return std::pair<std::string, std::string>{fmt(it->second, 0), fmt(rate / it->second, 2) + "x"};
+  };
   struct mdl {
     std::string key;
     std::vector<int> hidden;
@@ -127,13 +138,15 @@ int bench_gpu(const std::vector<std::string>& args) {
     model_spec spec{"mlp", 784, 10, m.hidden};
     for (int batch : {64, 512}) {
       auto rate = device_loop_rate(spec, batch, 300, tf32);
-      auto it = torch.find(m.key + "/" + std::to_string(batch));
+      const std::string key = m.key + "/" + std::to_string(batch);
+      auto eager = cell(torch, key, rate), graph = cell(graphed, key, rate);
       emit("| " + m.key + " | " + std::to_string(batch) + " | " + fmt(rate, 0) + " | " +
-           (it == torch.end() ? "-" : fmt(it->second, 0)) + " | " +
-           (it == torch.end() ? "-" : fmt(rate / it->second, 2) + "x") + " |\n");
+           eager.first + " | " + graph.first + " | " + eager.second + " | " + graph.second +
+           " |\n");
     }
   }
   if (torch.empty()) emit("\nPyTorch with CUDA was not available in this run.\n");
+  else if (graphed.empty()) emit("\nPyTorch's CUDA-graph run gave no figures in this run.\n");
   // End to end: one GPU worker against CPU shards, and the same job on a CPU worker.
   caf::actor_system_config cfg;
   prepare_config(cfg);

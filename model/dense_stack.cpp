@@ -126,24 +126,36 @@ loss_sum dense_stack::forward_backward(const float* params, const batch_view& ba
     return {};
   }
   forward(params, batch);
-  loss_sum result = loss(batch, delta_.back().data());
-  int rows = batch.rows;
-  for (std::size_t l = layers_.size(); l-- > 0;) {
-    const auto& L = layers_[l];
-    const float* w = params + L.offset;
-    float* dw = grad + L.offset;
-    float* db = dw + static_cast<std::size_t>(L.in) * L.out;
-    const float* in = l == 0 ? batch.x : act_[l - 1].data();
-    const float* d = delta_[l].data();
-    b.gemm(true, false, L.in, L.out, rows, 1.0f, in, d, 0.0f, dw);  // dW = X^T dZ
-    b.column_sums(rows, L.out, d, db);                              // db = 1^T dZ
-    if (l > 0) {
-      float* dprev = delta_[l - 1].data();
-      b.gemm(false, true, rows, L.in, L.out, 1.0f, d, w, 0.0f, dprev);  // dX = dZ W^T
-      b.relu_backward(static_cast<std::size_t>(rows) * L.in, in, dprev, dprev);
+  // The loss is queued and read after the backward pass is queued: on a GPU the step then
+  // runs to its end without a wait in the middle.
+  backend_->queue_loss(is_classifier(), batch.rows, layers_.back().out, act_.back().data(),
+                       batch.y, 1.0f / static_cast<float>(batch.rows), delta_.back().data());
+  try {
+    int rows = batch.rows;
+    for (std::size_t l = layers_.size(); l-- > 0;) {
+      const auto& L = layers_[l];
+      const float* w = params + L.offset;
+      float* dw = grad + L.offset;
+      float* db = dw + static_cast<std::size_t>(L.in) * L.out;
+      const float* in = l == 0 ? batch.x : act_[l - 1].data();
+      const float* d = delta_[l].data();
+      b.gemm(true, false, L.in, L.out, rows, 1.0f, in, d, 0.0f, dw);  // dW = X^T dZ
+      b.column_sums(rows, L.out, d, db);                              // db = 1^T dZ
+      if (l > 0) {
+        float* dprev = delta_[l - 1].data();
+        b.gemm(false, true, rows, L.in, L.out, 1.0f, d, w, 0.0f, dprev);  // dX = dZ W^T
+        b.relu_backward(static_cast<std::size_t>(rows) * L.in, in, dprev, dprev);
+      }
     }
+  } catch (...) {
+    // A failed backward pass leaves no loss queued for the next step to trip over.
+    try {
+      backend_->take_loss();
+    } catch (...) {
+    }
+    throw;
   }
-  return result;
+  return backend_->take_loss();
 }
 
 loss_sum dense_stack::evaluate(const float* params, const batch_view& batch) {

@@ -7,8 +7,11 @@ cross-entropy averaged over the batch, plain SGD lr 0.1) on random Fashion-MNIST
 line: {"bench": "torch_mlp", ..., "results": [{"model", "batch", "samples_per_s", ...}]}.
 
 Data lives on the GPU by default (PyTorch's best case); --host-data instead copies each batch
-from pinned host memory, as an actrain GPU worker does. TF32 is off unless --tf32, matching
-actrain's default fp32 sgemm. Timing: CUDA events around the timed steps after --warmup steps.
+from pinned host memory, as an actrain GPU worker does. --graph captures one whole training step
+(forward, loss, backward, SGD step) in a CUDA graph and replays it, so no Python or launch
+overhead is left per step: PyTorch's strongest plain baseline for small models. TF32 is off
+unless --tf32 (torch.set_float32_matmul_precision), matching actrain's default fp32 sgemm.
+Timing: CUDA events around the timed steps after --warmup steps.
 If torch or a GPU is missing it prints {"bench": "torch_mlp", "skipped": "<why>"} and exits 0.
 """
 import argparse
@@ -27,6 +30,7 @@ def parse_args():
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--tf32", action="store_true", help="allow TF32 tensor cores in matmuls")
     p.add_argument("--host-data", action="store_true", help="upload every batch from pinned host memory")
+    p.add_argument("--graph", action="store_true", help="replay the whole step as one CUDA graph")
     p.add_argument("--device", default="cuda", help="torch device (cuda, cuda:N; cpu only for testing)")
     p.add_argument("--seed", type=int, default=1)
     return p.parse_args()
@@ -71,6 +75,33 @@ def run_one(torch, args, name, batch):
         opt.step()
         return loss
 
+    if args.graph:
+        # Whole-network capture as PyTorch's CUDA graph notes show it: warm up on a side stream,
+        # capture with the gradients unset (backward then writes, not accumulates, them), and
+        # feed each step by copying its batch into the captured input tensors.
+        static_x, static_y = x[0].to(dev).clone(), y[0].to(dev).clone()
+        side = torch.cuda.Stream(dev)
+        side.wait_stream(torch.cuda.current_stream(dev))
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                loss_fn(model(static_x), static_y).backward()
+                opt.step()
+        torch.cuda.current_stream(dev).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            static_loss = loss_fn(model(static_x), static_y)
+            static_loss.backward()
+            opt.step()
+
+        def step(i):  # noqa: F811 (the graph replaces the eager step)
+            xb, yb = x[i % pool], y[i % pool]
+            static_x.copy_(xb, non_blocking=True)
+            static_y.copy_(yb, non_blocking=True)
+            graph.replay()
+            return static_loss
+
     for i in range(args.warmup):
         loss = step(i)
     if dev.type == "cuda":
@@ -94,7 +125,7 @@ def run_one(torch, args, name, batch):
         "steps": args.steps,
         "seconds": round(seconds, 6),
         "samples_per_s": round(args.steps * batch / seconds, 1),
-        "final_loss": round(float(loss), 5),
+        "final_loss": round(float(loss.detach()), 5),
     }
 
 
@@ -109,10 +140,16 @@ def main():
         skip("torch is not installed: %s" % e)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         skip("torch %s sees no CUDA device" % torch.__version__)
-    torch.backends.cuda.matmul.allow_tf32 = args.tf32
-    torch.backends.cudnn.allow_tf32 = args.tf32
-    results = [run_one(torch, args, name, int(b))
-               for name in args.models.split(",") for b in args.batches.split(",")]
+    if args.graph and not args.device.startswith("cuda"):
+        sys.exit("--graph needs a CUDA device")
+    torch.set_float32_matmul_precision("high" if args.tf32 else "highest")
+    results = []
+    for name in args.models.split(","):
+        for b in args.batches.split(","):
+            try:
+                results.append(run_one(torch, args, name, int(b)))
+            except Exception as e:  # one failed configuration must not hide the others
+                results.append({"model": name, "batch": int(b), "error": "%s: %s" % (type(e).__name__, e)})
     dev = torch.device(args.device)
     print(json.dumps({
         "bench": "torch_mlp",
@@ -120,6 +157,7 @@ def main():
         "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
         "tf32": args.tf32,
         "host_data": args.host_data,
+        "graph": args.graph,
         "optimizer": "sgd lr %g" % args.lr,
         "results": results,
     }))

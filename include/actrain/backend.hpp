@@ -101,6 +101,27 @@ class backend {
                                  float* dpred) = 0;
   /// Sum of x[i]^2, accumulated in double.
   virtual double sum_squares(std::size_t n, const float* x) = 0;
+
+  /// softmax_xent or squared_error (`classifier` picks; `cols` is 1 for squared_error) queued
+  /// without waiting for its sums: take_loss() returns them, or throws what the direct call
+  /// would have thrown (a bad label). A model queues its backward pass in between, so a GPU
+  /// is not drained in the middle of a step. At most one loss is queued at a time; other work
+  /// may be queued before take_loss, but no other loss or sum_squares. The default computes at
+  /// once and keeps the sums: right for backends that compute in place (the CPU's).
+  virtual void queue_loss(bool classifier, int rows, int cols, const float* out,
+                          const float* labels, float grad_scale, float* dout) {
+    queued_ = classifier ? softmax_xent(rows, cols, out, labels, grad_scale, dout)
+                         : squared_error(rows, out, labels, grad_scale, dout);
+  }
+  /// The sums of the loss queue_loss queued (waits for them where they are computed later).
+  virtual loss_sum take_loss() {
+    loss_sum r = queued_;
+    queued_ = {};
+    return r;
+  }
+
+ private:
+  loss_sum queued_;
 };
 
 inline buffer::~buffer() {

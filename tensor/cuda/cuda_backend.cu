@@ -164,40 +164,68 @@ class cuda_backend final : public backend {
 
   loss_sum softmax_xent(int rows, int cols, const float* logits, const float* labels,
                         float grad_scale, float* dlogits) override {
-    check_shape("softmax_xent", rows, cols);
-    if (rows == 0) return {};
-    if (cols == 0) throw std::invalid_argument(name_ + ": softmax_xent: cols must be > 0");
-    activate();
-    check(cudaMemsetAsync(&scratch_->result.bad_row, 0x7f, sizeof(int), stream_),
-          "cudaMemsetAsync(bad_row)", device_);
-    const int blocks = cuda::launch_softmax_xent(stream_, rows, cols, logits, labels, grad_scale,
-                                                 dlogits, scratch_);
-    cuda::check_launch("softmax_xent_kernel", device_);
-    const cuda::reduce_result r = finish_reduction(blocks);
-    if (r.bad_row != cuda::kNoBadRow)
-      throw std::invalid_argument(name_ + ": softmax_xent: label of row " +
-                                  std::to_string(r.bad_row) + " is not a class index in [0, " +
-                                  std::to_string(cols) + ")");
-    return {r.sum, r.count};
+    queue_loss(true, rows, cols, logits, labels, grad_scale, dlogits);
+    return take_loss();
   }
 
   loss_sum squared_error(int rows, const float* pred, const float* target, float grad_scale,
                          float* dpred) override {
-    check_shape("squared_error", rows, 1);
-    if (rows == 0) return {};
+    queue_loss(false, rows, 1, pred, target, grad_scale, dpred);
+    return take_loss();
+  }
+
+  // Queues the loss kernel, the fold of its partials and the copy of the result to pinned host
+  // memory; take_loss waits for that copy. Nothing here waits on the GPU.
+  void queue_loss(bool classifier, int rows, int cols, const float* out, const float* labels,
+                  float grad_scale, float* dout) override {
+    const char* op = classifier ? "softmax_xent" : "squared_error";
+    if (queued_.pending)
+      throw std::logic_error(name_ + ": " + op + ": a loss is already queued (take_loss first)");
+    check_shape(op, rows, classifier ? cols : 1);
+    if (classifier && rows > 0 && cols == 0)
+      throw std::invalid_argument(name_ + ": softmax_xent: cols must be > 0");
+    if (rows == 0) {
+      queued_ = {true, classifier, true, cols};
+      return;
+    }
     activate();
-    const int blocks =
-        cuda::launch_squared_error(stream_, rows, pred, target, grad_scale, dpred, scratch_);
-    cuda::check_launch("squared_error_kernel", device_);
-    return {finish_reduction(blocks).sum, 0};
+    int blocks = 0;
+    if (classifier) {
+      check(cudaMemsetAsync(&scratch_->result.bad_row, 0x7f, sizeof(int), stream_),
+            "cudaMemsetAsync(bad_row)", device_);
+      blocks = cuda::launch_softmax_xent(stream_, rows, cols, out, labels, grad_scale, dout,
+                                         scratch_);
+      cuda::check_launch("softmax_xent_kernel", device_);
+    } else {
+      blocks = cuda::launch_squared_error(stream_, rows, out, labels, grad_scale, dout, scratch_);
+      cuda::check_launch("squared_error_kernel", device_);
+    }
+    queue_reduction_result(blocks);
+    queued_ = {true, classifier, false, cols};
+  }
+
+  loss_sum take_loss() override {
+    const queued_loss q = queued_;
+    queued_ = {};
+    if (!q.pending || q.empty) return {};
+    const cuda::reduce_result r = wait_reduction_result();
+    if (!q.classifier) return {r.sum, 0};
+    if (r.bad_row != cuda::kNoBadRow)
+      throw std::invalid_argument(name_ + ": softmax_xent: label of row " +
+                                  std::to_string(r.bad_row) + " is not a class index in [0, " +
+                                  std::to_string(q.cols) + ")");
+    return {r.sum, r.count};
   }
 
   double sum_squares(std::size_t n, const float* x) override {
+    if (queued_.pending)
+      throw std::logic_error(name_ + ": sum_squares: a loss is queued (take_loss first)");
     if (n == 0) return 0;
     activate();
     const int blocks = cuda::launch_sum_squares(stream_, n, x, scratch_);
     cuda::check_launch("sum_squares_kernel", device_);
-    return finish_reduction(blocks).sum;
+    queue_reduction_result(blocks);
+    return wait_reduction_result().sum;
   }
 
  private:
@@ -248,17 +276,28 @@ class cuda_backend final : public backend {
                                   " x " + std::to_string(cols));
   }
 
-  // Folds the partials, then brings the result to the host (pinned, so the copy is a true
-  // async copy) and waits for it.
-  cuda::reduce_result finish_reduction(int blocks) {
+  // Folds the partials, then queues the copy of the result to the host (pinned, so the copy
+  // is a true async copy).
+  void queue_reduction_result(int blocks) {
     cuda::launch_finalize_reduction(stream_, blocks, scratch_);
     cuda::check_launch("finalize_kernel", device_);
     check(cudaMemcpyAsync(host_result_, &scratch_->result, sizeof(cuda::reduce_result),
                           cudaMemcpyDeviceToHost, stream_),
           "cudaMemcpyAsync(reduction result)", device_);
+  }
+  cuda::reduce_result wait_reduction_result() {
+    activate();
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(reduction)", device_);
     return *host_result_;
   }
+
+  // The loss queue_loss queued and take_loss has not read yet.
+  struct queued_loss {
+    bool pending = false;
+    bool classifier = false;
+    bool empty = false;  // rows == 0: nothing was queued, the sums are zero
+    int cols = 0;
+  };
 
   int device_;
   std::string name_;
@@ -274,6 +313,7 @@ class cuda_backend final : public backend {
   int next_slot_ = 0;
   cuda::reduce_scratch* scratch_ = nullptr;     // device
   cuda::reduce_result* host_result_ = nullptr;  // pinned host
+  queued_loss queued_;
 };
 
 }  // namespace

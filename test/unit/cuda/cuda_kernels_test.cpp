@@ -213,6 +213,37 @@ TEST_F(kernels, softmax_xent_rejects_a_bad_label_naming_the_row) {
                std::invalid_argument);
 }
 
+TEST_F(kernels, a_queued_loss_waits_only_in_take_loss_and_reports_a_bad_label_there) {
+  // A model queues the loss, then its backward pass, then reads the loss: the sums must be the
+  // direct call's, work queued in between must not disturb them, and a bad label is reported
+  // by take_loss. A second loss or a sum_squares while one is queued would overwrite its
+  // result: both are refused.
+  const int rows = 64, cols = 10;
+  auto z = put(random_floats(std::size_t(rows) * cols, 300, -5.f, 5.f));
+  auto y = put(random_labels(rows, cols, 301));
+  auto d = put(std::vector<float>(std::size_t(rows) * cols, 0.f));
+  auto other = put(random_floats(4096, 302));
+  const loss_sum want = gpu_->softmax_xent(rows, cols, z.gpu.data(), y.gpu.data(), 0.5f, nullptr);
+  gpu_->queue_loss(true, rows, cols, z.gpu.data(), y.gpu.data(), 0.5f, d.gpu.data());
+  gpu_->scale(4096, 2.f, other.gpu.data());  // other work queued behind the loss
+  EXPECT_THROW(gpu_->sum_squares(4096, other.gpu.data()), std::logic_error);
+  EXPECT_THROW(gpu_->queue_loss(false, rows, 1, z.gpu.data(), y.gpu.data(), 1.f, nullptr),
+               std::logic_error);
+  const loss_sum got = gpu_->take_loss();
+  EXPECT_EQ(got.loss, want.loss);
+  EXPECT_EQ(got.correct, want.correct);
+  EXPECT_GT(gpu_->sum_squares(4096, other.gpu.data()), 0.0);  // usable again
+  auto bad = put({0.f, 1.f, 2.f, -1.f, 1.f});
+  gpu_->queue_loss(true, 5, cols, z.gpu.data(), bad.gpu.data(), 1.f, nullptr);
+  try {
+    gpu_->take_loss();
+    FAIL() << "label -1 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("row 3"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(gpu_->take_loss().loss, 0.0);  // nothing queued any more
+}
+
 TEST_F(kernels, squared_error_matches_cpu) {
   // Both square the same float difference in double; only the order of the double sum differs:
   // 1e-12 relative. The gradient is one rounding chain on both sides: exact.

@@ -187,6 +187,25 @@ TEST_F(cpu_backend_test, softmax_xent_hand_checked) {
   EXPECT_EQ(r2.correct, r.correct);
 }
 
+TEST_F(cpu_backend_test, a_queued_loss_is_the_direct_loss_read_once) {
+  // The CPU computes at once: queue_loss gives the direct call's sums and gradient, take_loss
+  // hands them over once, and a bad label throws at queue_loss, as the direct call does.
+  std::vector<float> logits{0, 0, 1, 3, 2, -1}, labels{0, 1, 1}, d_direct(6), d_queued(6);
+  const auto want = b->softmax_xent(3, 2, logits.data(), labels.data(), 0.5f, d_direct.data());
+  b->queue_loss(true, 3, 2, logits.data(), labels.data(), 0.5f, d_queued.data());
+  const auto got = b->take_loss();
+  EXPECT_EQ(got.loss, want.loss);
+  EXPECT_EQ(got.correct, 2);
+  EXPECT_EQ(d_queued, d_direct);
+  EXPECT_EQ(b->take_loss().loss, 0.0);  // read once
+  std::vector<float> pred{1, 2}, target{0, 0};
+  b->queue_loss(false, 2, 1, pred.data(), target.data(), 1.0f, nullptr);
+  EXPECT_EQ(b->take_loss().loss, 5.0);  // 1^2 + 2^2
+  std::vector<float> bad{0, 7, 1};
+  EXPECT_THROW(b->queue_loss(true, 3, 2, logits.data(), bad.data(), 1.0f, nullptr),
+               std::invalid_argument);
+}
+
 TEST_F(cpu_backend_test, softmax_xent_three_classes_and_aliasing) {
   std::vector<float> logits{1, 2, 3};
   std::vector<float> labels{2};
