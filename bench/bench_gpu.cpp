@@ -1,6 +1,7 @@
 // `actrain bench gpu`: cuBLAS sgemm against the shapes the MLPs use, MLP training samples/s on
 // the GPU (a device-resident loop, and the engine with a GPU worker and CPU shards), and PyTorch on
-// the same GPU when Python has torch with CUDA. Writes section "gpu" of docs/benchmarks.md.
+// the same GPU when Python has torch with CUDA. Writes section "gpu" of docs/benchmarks.md
+// ("gpu-tf32" with --tf32).
 // On a machine without a GPU it prints why and writes nothing.
 #include <chrono>
 #include <cstdio>
@@ -100,7 +101,8 @@ int bench_gpu(const std::vector<std::string>& args) {
     std::cout << s << std::flush;
     md << s;
   };
-  emit("## GPU: cuBLAS sgemm and MLP training\n\nReproduce: `actrain bench gpu" +
+  emit(std::string("## GPU: cuBLAS sgemm and MLP training") + (tf32 ? ", TF32 allowed" : "") +
+       "\n\nReproduce: `actrain bench gpu" +
        std::string(tf32 ? " --tf32" : "") + "` (run by `scripts/gpu/check.sh`).\n\n");
   emit("| sgemm m x n x k | TF32 | TFLOP/s | share of 8192^3 |\n| --- | --- | --- | --- |\n");
   for (bool t : {false, true}) {
@@ -169,7 +171,7 @@ int bench_gpu(const std::vector<std::string>& args) {
     emit("| worker on " + dev + " | " + (res.ok ? fmt(res.test.accuracy, 4) : res.error) + " | " +
          fmt(res.samples_per_s, 0) + " |\n");
   }
-  update_doc_section(benchmarks_doc_path(), "gpu", md.str());
+  update_doc_section(benchmarks_doc_path(), tf32 ? "gpu-tf32" : "gpu", md.str());
   return 0;
 }
 

@@ -113,7 +113,7 @@ packed_tests() {
 }
 
 packed_bench() {
-  # --tf32 first, fp32 last: both write section "gpu" of docs/benchmarks.md; the fp32 one stays.
+  # fp32 writes section "gpu" of docs/benchmarks.md, --tf32 section "gpu-tf32".
   ACTRAIN_SOURCE_DIR="$REPO" run_packed actrain bench gpu --tf32 || return 1
   ACTRAIN_SOURCE_DIR="$REPO" run_packed actrain bench gpu && cp "$REPO/docs/benchmarks.md" "$OUT/benchmarks.md"
 }
