@@ -155,9 +155,21 @@ void compute_and_push(self_ptr self) {
     b.upload(st.dev_params.data(), params, st.params.size());
     b.upload(st.dev_x.data(), st.x.data(), static_cast<std::size_t>(rows) * st.cfg.model.input_dim);
     b.upload(st.dev_y.data(), st.y.data(), static_cast<std::size_t>(rows));
-    ls = st.net->forward_backward(st.dev_params.data(),
-                                  batch_view{rows, st.dev_x.data(), st.dev_y.data()},
-                                  st.dev_grad.data());
+    const batch_view bv{rows, st.dev_x.data(), st.dev_y.data()};
+    auto step = [&] { return st.net->forward_backward(st.dev_params.data(), bv, st.dev_grad.data()); };
+    // A recordable model's step is recorded once per batch size and replayed: one launch.
+    recorded_work* recorded = nullptr;
+    if (st.net->recordable()) {
+      auto& slot = st.recorded_steps[rows];
+      if (!slot) slot = b.record([&] { step(); });
+      recorded = slot.get();
+    }
+    if (recorded) {
+      recorded->replay();
+      ls = b.take_loss();
+    } else {
+      ls = step();
+    }
     b.download(st.grad.data(), st.dev_grad.data(), st.grad.size());
   }
   if (st.cfg.clip_norm > 0) clip_by_norm(span<float>(st.grad), st.cfg.clip_norm);

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -34,6 +35,9 @@ struct worker_state {
   std::unique_ptr<backend> dev;
   std::unique_ptr<model> net;
   buffer dev_params, dev_grad, dev_x, dev_y;  ///< only used when the backend is not the host
+  /// A recordable model's step on a device, recorded once per batch size (the last batch of an
+  /// epoch may be shorter) and replayed; empty where the backend does not record.
+  std::map<int, std::unique_ptr<recorded_work>> recorded_steps;
   std::vector<float> params, grad, x, y;
   tensor_pool sent_grads;  ///< pushed gradients, recycled once every shard has applied them
   gradient_encoder enc;    ///< cfg.compression, and top-k's residual

@@ -28,6 +28,7 @@ class dense_stack final : public model {
   loss_sum evaluate(const float* params, const batch_view& batch) override;
   bool outputs(const float* params, const batch_view& batch, float* out_host) override;
   bool is_classifier() const override { return spec_.kind != "linear"; }
+  bool recordable() const override { return true; }
 
   const model_spec& spec() const { return spec_; }
   backend& device() const { return *backend_; }

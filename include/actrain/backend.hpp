@@ -1,12 +1,21 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace actrain {
 
 class backend;
+
+/// Work a backend recorded once (record) and can queue again as one unit.
+class recorded_work {
+ public:
+  virtual ~recorded_work() = default;
+  /// Queues everything that was recorded, on the same buffers, with their contents now.
+  virtual void replay() = 0;
+};
 
 /// Summed loss over a batch and how many rows the model got right (classification only).
 struct loss_sum {
@@ -118,6 +127,17 @@ class backend {
     loss_sum r = queued_;
     queued_ = {};
     return r;
+  }
+
+  /// Runs `work` once, recording what it queues, and returns it as one replayable unit (on a
+  /// GPU a CUDA graph: a training step then costs one launch instead of one per kernel). Only
+  /// queued device work may happen inside: no upload, download, synchronize or sum_squares;
+  /// a take_loss inside returns zero sums and leaves the loss queued, so after each replay
+  /// take_loss reads that replay's loss. Returns null, having run nothing, where the backend
+  /// does not record (the CPU's, the default): the caller then runs `work` itself each time.
+  virtual std::unique_ptr<recorded_work> record(const std::function<void()>& work) {
+    (void)work;
+    return nullptr;
   }
 
  private:

@@ -97,6 +97,11 @@ class model {
   virtual loss_sum evaluate(const float* params, const batch_view& batch) = 0;
   /// True when outputs are class scores and y holds class indices (evaluation reports accuracy).
   virtual bool is_classifier() const = 0;
+  /// Whether forward_backward queues only device work and reads nothing back but its loss
+  /// (through backend::queue_loss / take_loss), so a device backend may record one step and
+  /// replay it (backend::record): a GPU worker then launches a step as one CUDA graph. Opt in
+  /// only then; the built-in mlp, softmax and linear models do.
+  virtual bool recordable() const { return false; }
   /// Forward only: the raw outputs for the batch (rows x output_dim, row-major: class scores
   /// before the softmax, or predictions) into `out_host`, in host memory. Returns false when the
   /// model does not provide them (this default): evaluation then reports loss and accuracy but

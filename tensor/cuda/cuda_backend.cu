@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +16,15 @@ namespace actrain {
 namespace {
 
 using cuda::check;
+
+// A loss queue_loss queued and take_loss has not read yet.
+struct queued_loss_info {
+  bool pending = false;
+  bool classifier = false;
+  bool empty = false;        // rows == 0: nothing was queued, the sums are zero
+  int cols = 0;
+  bool from_replay = false;  // queued by a replay: the next replay may replace it unread
+};
 
 class cuda_backend final : public backend {
  public:
@@ -60,6 +70,7 @@ class cuda_backend final : public backend {
   // completed (its event), so the parameter vector, x and y of one step take three slots and no
   // upload waits on the one before it.
   void upload(float* dst, const float* src_host, std::size_t n) override {
+    refuse_while_recording("upload");
     if (n == 0) return;
     activate();
     staging_slot& s = staging_[next_slot_];
@@ -81,6 +92,7 @@ class cuda_backend final : public backend {
   }
 
   void download(float* dst_host, const float* src, std::size_t n) override {
+    refuse_while_recording("download");
     if (n == 0) return;
     activate();
     check(cudaMemcpyAsync(dst_host, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_),
@@ -96,6 +108,7 @@ class cuda_backend final : public backend {
   }
 
   void synchronize() override {
+    refuse_while_recording("synchronize");
     activate();
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", device_);
   }
@@ -179,7 +192,7 @@ class cuda_backend final : public backend {
   void queue_loss(bool classifier, int rows, int cols, const float* out, const float* labels,
                   float grad_scale, float* dout) override {
     const char* op = classifier ? "softmax_xent" : "squared_error";
-    if (queued_.pending)
+    if (queued_.pending && !queued_.from_replay)
       throw std::logic_error(name_ + ": " + op + ": a loss is already queued (take_loss first)");
     check_shape(op, rows, classifier ? cols : 1);
     if (classifier && rows > 0 && cols == 0)
@@ -205,6 +218,11 @@ class cuda_backend final : public backend {
   }
 
   loss_sum take_loss() override {
+    if (recording_) {  // the loss is read after each replay (record)
+      recorded_loss_ = queued_;
+      queued_ = {};
+      return {};
+    }
     const queued_loss q = queued_;
     queued_ = {};
     if (!q.pending || q.empty) return {};
@@ -218,8 +236,10 @@ class cuda_backend final : public backend {
   }
 
   double sum_squares(std::size_t n, const float* x) override {
-    if (queued_.pending)
+    refuse_while_recording("sum_squares");
+    if (queued_.pending && !queued_.from_replay)
       throw std::logic_error(name_ + ": sum_squares: a loss is queued (take_loss first)");
+    queued_ = {};  // a replay's unread loss: its result is about to be overwritten
     if (n == 0) return 0;
     activate();
     const int blocks = cuda::launch_sum_squares(stream_, n, x, scratch_);
@@ -228,12 +248,38 @@ class cuda_backend final : public backend {
     return wait_reduction_result().sum;
   }
 
+  // Stream capture: the work is recorded into a CUDA graph, not run. A failure inside ends the
+  // capture, so the stream is usable again, and is rethrown.
+  std::unique_ptr<recorded_work> record(const std::function<void()>& work) override;
+
+  // Called by cuda_graph_work: one launch queues the whole recorded work; its loss, if it
+  // queued one, is then read by take_loss (a replay's unread loss is replaced by the next's).
+  void replay(cudaGraphExec_t exec, const queued_loss_info& loss) {
+    if (queued_.pending && !queued_.from_replay)
+      throw std::logic_error(name_ + ": replay: a loss is queued (take_loss first)");
+    activate();
+    check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch", device_);
+    queued_ = loss;
+    queued_.from_replay = loss.pending;
+  }
+
  private:
+  void refuse_while_recording(const char* op) const {
+    if (recording_)
+      throw std::logic_error(name_ + ": " + op +
+                             " while recording: only queued device work can be recorded");
+  }
+
   void open(bool allow_tf32) {
     activate();
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate", device_);
     check(cublasCreate(&blas_), "cublasCreate", device_);
     check(cublasSetStream(blas_, stream_), "cublasSetStream", device_);
+    // An explicit workspace, so cuBLAS never allocates while a stream is being captured
+    // (record); 32 MiB is cuBLAS's recommendation for Hopper.
+    check(cudaMalloc(&blas_workspace_, kBlasWorkspace), "cudaMalloc(cuBLAS workspace)", device_);
+    check(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspace), "cublasSetWorkspace",
+          device_);
     // Default math keeps sgemm in full fp32; TF32 tensor cores only when the job opts in.
     check(cublasSetMathMode(blas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
           "cublasSetMathMode", device_);
@@ -262,13 +308,20 @@ class cuda_backend final : public backend {
     }
     if (host_result_) cudaFreeHost(host_result_);
     if (scratch_) cudaFree(scratch_);
+    if (blas_workspace_) cudaFree(blas_workspace_);
+    blas_workspace_ = nullptr;
     if (stream_) cudaStreamDestroy(stream_);
     blas_ = nullptr, host_result_ = nullptr;
     scratch_ = nullptr, stream_ = nullptr;
     cudaGetLastError();
   }
 
-  void activate() const { check(cudaSetDevice(device_), "cudaSetDevice", device_); }
+  // cudaGetDevice reads the thread's current device; cudaSetDevice only when it differs.
+  void activate() const {
+    int current = -1;
+    if (cudaGetDevice(&current) == cudaSuccess && current == device_) return;
+    check(cudaSetDevice(device_), "cudaSetDevice", device_);
+  }
 
   void check_shape(const char* op, int rows, int cols) const {
     if (rows < 0 || cols < 0)
@@ -291,13 +344,7 @@ class cuda_backend final : public backend {
     return *host_result_;
   }
 
-  // The loss queue_loss queued and take_loss has not read yet.
-  struct queued_loss {
-    bool pending = false;
-    bool classifier = false;
-    bool empty = false;  // rows == 0: nothing was queued, the sums are zero
-    int cols = 0;
-  };
+  using queued_loss = queued_loss_info;
 
   int device_;
   std::string name_;
@@ -314,7 +361,58 @@ class cuda_backend final : public backend {
   cuda::reduce_scratch* scratch_ = nullptr;     // device
   cuda::reduce_result* host_result_ = nullptr;  // pinned host
   queued_loss queued_;
+  bool recording_ = false;
+  queued_loss recorded_loss_;  // what the work being recorded queued and "took"
+  void* blas_workspace_ = nullptr;
+  static constexpr std::size_t kBlasWorkspace = std::size_t(32) << 20;
 };
+
+class cuda_graph_work final : public recorded_work {
+ public:
+  cuda_graph_work(cuda_backend* owner, cudaGraphExec_t exec, queued_loss_info loss)
+      : owner_(owner), exec_(exec), loss_(loss) {}
+  ~cuda_graph_work() override { cudaGraphExecDestroy(exec_); }
+  void replay() override { owner_->replay(exec_, loss_); }
+
+ private:
+  cuda_backend* owner_;
+  cudaGraphExec_t exec_;
+  queued_loss_info loss_;
+};
+
+std::unique_ptr<recorded_work> cuda_backend::record(const std::function<void()>& work) {
+  refuse_while_recording("record");
+  if (queued_.pending && !queued_.from_replay)
+    throw std::logic_error(name_ + ": record: a loss is queued (take_loss first)");
+  activate();
+  queued_ = {};
+  recorded_loss_ = {};
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture", device_);
+  recording_ = true;
+  cudaGraph_t graph = nullptr;
+  try {
+    work();
+  } catch (...) {
+    recording_ = false;
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    queued_ = {};
+    recorded_loss_ = {};
+    throw;
+  }
+  recording_ = false;
+  const queued_loss loss = queued_.pending ? queued_ : recorded_loss_;
+  queued_ = {};
+  recorded_loss_ = {};
+  check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture", device_);
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check(e, "cudaGraphInstantiate", device_);
+  return std::make_unique<cuda_graph_work>(this, exec, loss);
+}
 
 }  // namespace
 

@@ -115,5 +115,60 @@ TEST_F(model_on_gpu, sgd_reaches_the_same_accuracy_as_on_cpu) {
   EXPECT_NEAR(acc_gpu, acc_cpu, 0.5);
 }
 
+TEST_F(model_on_gpu, a_recorded_training_step_replays_what_the_step_computes) {
+  // One SGD step (forward_backward, then axpy) recorded as a CUDA graph and replayed 5 times
+  // against the same step run 5 times: the same kernels on the same buffers, so the parameters
+  // match to the last bit-ish (1e-6 of the largest), and take_loss after a replay reads that
+  // replay's loss. Inside the recording, take_loss returns zeros and nothing runs.
+  const model_spec spec = mlp(784, {256}, 10);
+  const int rows = 64;
+  auto m_eager = make_model(spec, *gpu_, rows);
+  auto m_graph = make_model(spec, *gpu_, rows);
+  const auto init = m_eager->init_params(7);
+  auto x = gpu_->allocate(std::size_t(rows) * 784), y = gpu_->allocate(rows);
+  const auto hx = random_floats(std::size_t(rows) * 784, 8, 0.f, 1.f);
+  const auto hy = random_labels(rows, 10, 9);
+  gpu_->upload(x.data(), hx.data(), hx.size());
+  gpu_->upload(y.data(), hy.data(), hy.size());
+  auto pe = gpu_->allocate(init.size()), pg = gpu_->allocate(init.size());
+  auto ge = gpu_->allocate(init.size()), gg = gpu_->allocate(init.size());
+  gpu_->upload(pe.data(), init.data(), init.size());
+  gpu_->upload(pg.data(), init.data(), init.size());
+  const batch_view bv{rows, x.data(), y.data()};
+  loss_sum inside{-1, -1};
+  auto step = gpu_->record([&] {
+    inside = m_graph->forward_backward(pg.data(), bv, gg.data());
+    gpu_->axpy(init.size(), -0.1f, gg.data(), pg.data());
+  });
+  ASSERT_TRUE(step) << "the CUDA backend records";
+  EXPECT_EQ(inside.loss, 0.0);
+  EXPECT_EQ(read(*gpu_, pg), init) << "recording ran nothing";
+  for (int i = 0; i < 5; ++i) {
+    const loss_sum want = m_eager->forward_backward(pe.data(), bv, ge.data());
+    gpu_->axpy(init.size(), -0.1f, ge.data(), pe.data());
+    step->replay();
+    const loss_sum got = gpu_->take_loss();
+    EXPECT_NEAR(got.loss, want.loss, 1e-6 * std::fabs(want.loss)) << "step " << i;
+    EXPECT_EQ(got.correct, want.correct) << "step " << i;
+  }
+  const auto want = read(*gpu_, pe), got = read(*gpu_, pg);
+  double pmax = 0;
+  for (float v : want) pmax = std::max(pmax, double(std::fabs(v)));
+  expect_close(got, want, std::vector<double>(want.size(), pmax), 1e-6, "replayed parameters");
+  // Replays whose loss nobody reads: the next replay replaces it; the stream stays in order.
+  for (int i = 0; i < 3; ++i) step->replay();
+  EXPECT_GT(gpu_->take_loss().loss, 0.0);
+}
+
+TEST_F(model_on_gpu, recording_refuses_host_transfers_and_leaves_the_backend_usable) {
+  auto b = gpu_->allocate(16);
+  const std::vector<float> h(16, 1.f);
+  EXPECT_THROW(gpu_->record([&] { gpu_->upload(b.data(), h.data(), h.size()); }),
+               std::logic_error);
+  EXPECT_THROW(gpu_->record([&] { gpu_->sum_squares(16, b.data()); }), std::logic_error);
+  gpu_->upload(b.data(), h.data(), h.size());  // the capture was ended: the stream works
+  EXPECT_EQ(gpu_->sum_squares(16, b.data()), 16.0);
+}
+
 }  // namespace
 }  // namespace actrain::test

@@ -206,6 +206,12 @@ TEST_F(cpu_backend_test, a_queued_loss_is_the_direct_loss_read_once) {
                std::invalid_argument);
 }
 
+TEST_F(cpu_backend_test, does_not_record_and_runs_nothing_when_asked_to) {
+  int runs = 0;
+  EXPECT_EQ(b->record([&] { ++runs; }), nullptr);
+  EXPECT_EQ(runs, 0);  // the caller runs its work itself
+}
+
 TEST_F(cpu_backend_test, softmax_xent_three_classes_and_aliasing) {
   std::vector<float> logits{1, 2, 3};
   std::vector<float> labels{2};
