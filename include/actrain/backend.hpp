@@ -129,12 +129,14 @@ class backend {
     return r;
   }
 
-  /// Runs `work` once, recording what it queues, and returns it as one replayable unit (on a
-  /// GPU a CUDA graph: a training step then costs one launch instead of one per kernel). Only
-  /// queued device work may happen inside: no upload, download, synchronize or sum_squares;
-  /// a take_loss inside returns zero sums and leaves the loss queued, so after each replay
-  /// take_loss reads that replay's loss. Returns null, having run nothing, where the backend
-  /// does not record (the CPU's, the default): the caller then runs `work` itself each time.
+  /// Calls `work` once to record what it queues, without running any of it, and returns that
+  /// as one unit that replay() queues (on a GPU a CUDA graph: a training step then costs one
+  /// launch instead of one per kernel). Only queued device work may happen inside: upload,
+  /// download, synchronize and sum_squares throw std::logic_error; a take_loss inside returns
+  /// zero sums, and after each replay take_loss reads that replay's loss. Buffers `work` used
+  /// must live as long as the recording; the backend must outlive it. Returns null, having
+  /// called nothing, where the backend does not record (the CPU's, the default): the caller
+  /// then runs `work` itself each time.
   virtual std::unique_ptr<recorded_work> record(const std::function<void()>& work) {
     (void)work;
     return nullptr;
