@@ -111,12 +111,10 @@ void dense_stack::forward(const float* params, const batch_view& batch) {
   }
 }
 
-loss_sum dense_stack::loss(const batch_view& batch, float* dlast) {
-  const float* out = act_.back().data();
+void dense_stack::queue_loss(const batch_view& batch, float* dlast) {
   float grad_scale = 1.0f / static_cast<float>(batch.rows);  // gradient of the mean loss
-  if (is_classifier())
-    return backend_->softmax_xent(batch.rows, layers_.back().out, out, batch.y, grad_scale, dlast);
-  return backend_->squared_error(batch.rows, out, batch.y, grad_scale, dlast);
+  backend_->queue_loss(is_classifier(), batch.rows, layers_.back().out, act_.back().data(),
+                       batch.y, grad_scale, dlast);
 }
 
 loss_sum dense_stack::forward_backward(const float* params, const batch_view& batch, float* grad) {
@@ -128,8 +126,7 @@ loss_sum dense_stack::forward_backward(const float* params, const batch_view& ba
   forward(params, batch);
   // The loss is queued and read after the backward pass is queued: on a GPU the step then
   // runs to its end without a wait in the middle.
-  backend_->queue_loss(is_classifier(), batch.rows, layers_.back().out, act_.back().data(),
-                       batch.y, 1.0f / static_cast<float>(batch.rows), delta_.back().data());
+  queue_loss(batch, delta_.back().data());
   try {
     int rows = batch.rows;
     for (std::size_t l = layers_.size(); l-- > 0;) {
@@ -161,7 +158,8 @@ loss_sum dense_stack::forward_backward(const float* params, const batch_view& ba
 loss_sum dense_stack::evaluate(const float* params, const batch_view& batch) {
   if (!check_batch(batch)) return {};
   forward(params, batch);
-  return loss(batch, nullptr);
+  queue_loss(batch, nullptr);
+  return backend_->take_loss();
 }
 
 bool dense_stack::outputs(const float* params, const batch_view& batch, float* out_host) {

@@ -45,7 +45,9 @@ class dense_stack final : public model {
   bool check_batch(const batch_view& batch) const;
   /// Fills act_[l] for every layer (ReLU applied to all but the last).
   void forward(const float* params, const batch_view& batch);
-  loss_sum loss(const batch_view& batch, float* dlast);
+  /// Queues the loss of the last forward (and its gradient into dlast, when not null); the
+  /// backend's take_loss reads it.
+  void queue_loss(const batch_view& batch, float* dlast);
 
   model_spec spec_;
   backend* backend_;

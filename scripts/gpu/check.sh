@@ -163,17 +163,8 @@ torch_bench() {
 
 step fatal machine machine
 if [ -n "${PREBUILT:-}" ]; then
-  P=/tmp/actrain-prebuilt
   CUDA_LIBS=
-  # unpack runs in this shell (not through step's redirect alone) so CUDA_LIBS stays set.
-  echo "== unpack" >&2
-  if unpack >"$OUT/unpack.log" 2>&1; then
-    summary+=("ok    unpack")
-  else
-    summary+=("FAIL  unpack: log $OUT/unpack.log")
-    cat "$OUT/unpack.log" >&2
-    finish 1
-  fi
+  step fatal unpack unpack  # step runs the function in this shell: CUDA_LIBS stays set
   step soft cuda_tests packed_tests
   step soft actrain_bench_gpu packed_bench
 else

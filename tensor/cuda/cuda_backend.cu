@@ -18,7 +18,7 @@ namespace {
 using cuda::check;
 
 // A loss queue_loss queued and take_loss has not read yet.
-struct queued_loss_info {
+struct queued_loss {
   bool pending = false;
   bool classifier = false;
   bool empty = false;        // rows == 0: nothing was queued, the sums are zero
@@ -192,8 +192,7 @@ class cuda_backend final : public backend {
   void queue_loss(bool classifier, int rows, int cols, const float* out, const float* labels,
                   float grad_scale, float* dout) override {
     const char* op = classifier ? "softmax_xent" : "squared_error";
-    if (queued_.pending && !queued_.from_replay)
-      throw std::logic_error(name_ + ": " + op + ": a loss is already queued (take_loss first)");
+    refuse_unread_loss(op);
     check_shape(op, rows, classifier ? cols : 1);
     if (classifier && rows > 0 && cols == 0)
       throw std::invalid_argument(name_ + ": softmax_xent: cols must be > 0");
@@ -237,8 +236,7 @@ class cuda_backend final : public backend {
 
   double sum_squares(std::size_t n, const float* x) override {
     refuse_while_recording("sum_squares");
-    if (queued_.pending && !queued_.from_replay)
-      throw std::logic_error(name_ + ": sum_squares: a loss is queued (take_loss first)");
+    refuse_unread_loss("sum_squares");
     queued_ = {};  // a replay's unread loss: its result is about to be overwritten
     if (n == 0) return 0;
     activate();
@@ -254,9 +252,8 @@ class cuda_backend final : public backend {
 
   // Called by cuda_graph_work: one launch queues the whole recorded work; its loss, if it
   // queued one, is then read by take_loss (a replay's unread loss is replaced by the next's).
-  void replay(cudaGraphExec_t exec, const queued_loss_info& loss) {
-    if (queued_.pending && !queued_.from_replay)
-      throw std::logic_error(name_ + ": replay: a loss is queued (take_loss first)");
+  void replay(cudaGraphExec_t exec, const queued_loss& loss) {
+    refuse_unread_loss("replay");
     activate();
     check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch", device_);
     queued_ = loss;
@@ -264,6 +261,12 @@ class cuda_backend final : public backend {
   }
 
  private:
+  // A loss queued by queue_loss and not read yet would be overwritten; a replay's may be.
+  void refuse_unread_loss(const char* op) const {
+    if (queued_.pending && !queued_.from_replay)
+      throw std::logic_error(name_ + ": " + op + ": a loss is queued (take_loss first)");
+  }
+
   void refuse_while_recording(const char* op) const {
     if (recording_)
       throw std::logic_error(name_ + ": " + op +
@@ -344,8 +347,6 @@ class cuda_backend final : public backend {
     return *host_result_;
   }
 
-  using queued_loss = queued_loss_info;
-
   int device_;
   std::string name_;
   cudaStream_t stream_ = nullptr;
@@ -369,7 +370,7 @@ class cuda_backend final : public backend {
 
 class cuda_graph_work final : public recorded_work {
  public:
-  cuda_graph_work(cuda_backend* owner, cudaGraphExec_t exec, queued_loss_info loss)
+  cuda_graph_work(cuda_backend* owner, cudaGraphExec_t exec, queued_loss loss)
       : owner_(owner), exec_(exec), loss_(loss) {}
   ~cuda_graph_work() override { cudaGraphExecDestroy(exec_); }
   void replay() override { owner_->replay(exec_, loss_); }
@@ -377,13 +378,12 @@ class cuda_graph_work final : public recorded_work {
  private:
   cuda_backend* owner_;
   cudaGraphExec_t exec_;
-  queued_loss_info loss_;
+  queued_loss loss_;
 };
 
 std::unique_ptr<recorded_work> cuda_backend::record(const std::function<void()>& work) {
   refuse_while_recording("record");
-  if (queued_.pending && !queued_.from_replay)
-    throw std::logic_error(name_ + ": record: a loss is queued (take_loss first)");
+  refuse_unread_loss("record");
   activate();
   queued_ = {};
   recorded_loss_ = {};
