@@ -221,9 +221,11 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
   st.cfg = std::move(cfg);
   st.sys_clock = &self->clock();
   auto n = static_cast<std::size_t>(std::max(0, st.cfg.workers));
-  st.clock.assign(n, 0);
-  st.active.assign(n, true);
-  st.arrived.assign(n, false);
+  auto slots = std::max(n, static_cast<std::size_t>(std::max(0, st.cfg.capacity)));
+  st.clock.assign(slots, 0);
+  st.active.assign(slots, false);
+  std::fill(st.active.begin(), st.active.begin() + static_cast<std::ptrdiff_t>(n), true);
+  st.arrived.assign(slots, false);
   if (st.cfg.slice > 0) st.sum.expect_size(st.cfg.slice);
   // The shard's version when training starts tells late slices from current ones.
   self->request(st.cfg.shard, st.cfg.timeout, stats_atom::value)
@@ -337,7 +339,7 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
 
 std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job,
                                      const topology& topo, const std::vector<shard_actor>& shards,
-                                     std::shared_ptr<barrier_log> log) {
+                                     std::shared_ptr<barrier_log> log, std::int32_t capacity) {
   if (!topo.barriers) return shards;
   auto ranges = job_ranges(job);
   std::vector<shard_actor> out;
@@ -348,6 +350,7 @@ std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job
     c.mode = job.mode;
     c.workers = topo.barrier_workers;
     c.backup = topo.barrier_backup;
+    c.capacity = capacity;
     c.ssp_bound = job.ssp_bound;
     c.late_policy = job.late_policy;
     if (s == 0) c.log = log;

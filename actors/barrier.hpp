@@ -38,6 +38,9 @@ struct barrier_config {
   shard_actor shard;                         ///< the shard this barrier stands in front of
   std::string mode = "sync";                 ///< "sync" or "ssp"
   std::int32_t workers = 1;                  ///< N: workers 0..N-1 push here
+  /// Worker indexes tracked (max(N, capacity)): workers N.. may join the running job and are
+  /// expected from their first push on (a step boundary: that push is their slice of a step).
+  std::int32_t capacity = 0;
   std::int32_t backup = 0;                   ///< sync: K = N - backup
   std::int32_t ssp_bound = 0;                ///< ssp: s
   std::string late_policy = "drop";          ///< sync: "drop" or "fold" slices of a finished step
@@ -94,8 +97,10 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
 /// What workers of `job` talk to: the shards themselves, or (topo.barriers) one barrier per
 /// shard spawned in `sys` (the coordinator stops them with the shards). `log`, when set, is
 /// attached to barrier 0.
+/// `capacity`: worker indexes the barriers track, joining workers included (barrier_config).
 std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job,
                                      const topology& topo, const std::vector<shard_actor>& shards,
-                                     std::shared_ptr<barrier_log> log = nullptr);
+                                     std::shared_ptr<barrier_log> log = nullptr,
+                                     std::int32_t capacity = 0);
 
 }  // namespace actrain

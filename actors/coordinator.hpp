@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <actrain/backend.hpp>
@@ -88,6 +89,9 @@ struct coordinator_state {
   std::int64_t sync_cut = -1;         ///< sync: the step of the cut asked for (-1: none)
   std::optional<checkpoint> pending;  ///< sync: gathered, waiting for its evaluation points
   std::int64_t updates = 0;           ///< async/ssp: all workers' steps so far
+  bool training = false;              ///< rows are handed out (after a resume's restore)
+  /// Workers that joined before training began: they join once it does.
+  std::vector<std::tuple<std::int32_t, worker_actor, std::string>> early_joins;
   std::int64_t updates_at_checkpoint = 0;
   double seconds_at_checkpoint = 0;
 };

@@ -192,6 +192,11 @@ std::string resume_mismatch(const coordinator_state& st, const checkpoint& c) {
   if (c.shards.size() != st.cfg.fronts.size())
     return "the checkpoint holds " + std::to_string(c.shards.size()) + " shards, the job has " +
            std::to_string(st.cfg.fronts.size());
+  if (c.workers.size() > st.workers.size())
+    return "the checkpoint holds " + std::to_string(c.workers.size()) + " workers, the job has " +
+           std::to_string(st.workers.size()) +
+           " (workers that joined the running job are saved with it: resume with [job] workers = " +
+           std::to_string(c.workers.size()) + ")";
   if (c.workers.size() != st.workers.size())
     return "the checkpoint holds " + std::to_string(c.workers.size()) + " workers, the job has " +
            std::to_string(st.workers.size());

@@ -89,6 +89,7 @@ int next_batch(worker_state& st) {
   while (!st.work.empty()) {
     auto& w = st.work.front();
     int rows = w.reader->next(st.x, st.y);
+    w.in_epoch = rows > 0;
     if (rows > 0 && st.skip > 0) {
       st.skip -= 1;
       st.pending.replayed += rows;
@@ -228,21 +229,63 @@ void try_compute(self_ptr self) {
   compute_and_push(self);
 }
 
+/// Rows [begin, end) walked `epochs` times, read from the start. The reader's seed depends only
+/// on the worker and `begin`: a resumed checkpoint that replays the same entries reads the same.
+work_item open_work(worker_state& st, std::int64_t begin, std::int64_t end, std::int64_t epochs) {
+  work_item w;
+  w.reader = st.source->open(
+      begin, end, st.cfg.batch,
+      st.cfg.seed + static_cast<std::uint64_t>(st.cfg.id) + static_cast<std::uint64_t>(begin),
+      st.cfg.shuffle);
+  w.begin = begin;
+  w.end = end;
+  w.epochs = epochs;
+  w.epochs_left = epochs;
+  return w;
+}
+
 void add_work(self_ptr self, const worker_assignment& a) {
   auto& st = self->state;
   st.finished_reported = false;
   st.skip += std::max<std::int64_t>(0, a.skip);
   if (a.reports_to) st.reports_to = a.reports_to;
   if (!st.source) st.source = st.cfg.source ? st.cfg.source : in_memory(st.cfg.train);
-  for (auto& r : a.rows) {
-    work_item w;
-    w.reader = st.source->open(
-        r.begin, r.end, st.cfg.batch,
-        st.cfg.seed + static_cast<std::uint64_t>(st.cfg.id) + static_cast<std::uint64_t>(r.begin),
-        st.cfg.shuffle);
-    w.epochs_left = a.epochs;
-    st.work.push_back(std::move(w));
+  for (auto& r : a.rows) st.work.push_back(open_work(st, r.begin, r.end, a.epochs));
+}
+
+/// Gives up the last 1/share of the rows of every epoch not started yet (released_work). A range
+/// part-way through an epoch finishes that epoch as it is; its later epochs walk the kept rows
+/// with a fresh reader, as a resumed replay of the coordinator's list would.
+released_work release(worker_state& st, std::int32_t share) {
+  released_work out;
+  if (st.stopped || st.skip > 0 || share < 2) return out;
+  out.replaced = static_cast<std::int32_t>(st.work.size());
+  std::deque<work_item> next;
+  for (auto& w : st.work) {
+    auto future = w.epochs_left - (w.in_epoch ? 1 : 0);
+    auto n = w.end - w.begin;
+    auto give = n / share;
+    if (future <= 0 || give < 1) {
+      out.kept.push_back({w.begin, w.end, w.epochs});
+      next.push_back(std::move(w));
+      continue;
+    }
+    auto cut = w.end - give;
+    out.given.push_back({cut, w.end, future});
+    // The epochs walked or being walked stay with this reader; the later ones walk the kept rows.
+    auto walked = w.epochs - future;
+    auto begin = w.begin;
+    if (walked > 0) {
+      out.kept.push_back({w.begin, w.end, walked});
+      w.epochs = walked;
+      w.epochs_left = 1;
+      if (w.in_epoch) next.push_back(std::move(w));
+    }
+    next.push_back(open_work(st, begin, cut, future));
+    out.kept.push_back({begin, cut, future});
   }
+  st.work = std::move(next);
+  return out;
 }
 
 /// Sends `watchdog` to the worker every `period` for as long as the worker lives. A separate,
@@ -356,6 +399,7 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
         self->state.stopped = true;
         self->quit();
       },
+      [self](release_atom, std::int32_t share) { return release(self->state, share); },
   };
 }
 

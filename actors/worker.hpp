@@ -18,10 +18,13 @@
 
 namespace actrain {
 
-/// Work still to do: rows of the training set, walked `epochs` times.
+/// Work still to do: rows [begin, end) of the training set, walked `epochs` times.
 struct work_item {
   std::unique_ptr<batch_reader> reader;  ///< the assigned rows, in batches
-  std::int64_t epochs_left = 0;
+  std::int64_t begin = 0, end = 0;
+  std::int64_t epochs = 0;       ///< as assigned (the coordinator's entry for it)
+  std::int64_t epochs_left = 0;  ///< the current one included
+  bool in_epoch = false;         ///< the reader is part-way through an epoch
 };
 
 struct worker_state {

@@ -116,6 +116,8 @@ app_config::app_config() {
       .add<int64_t>("port", "coordinator port (0 on the coordinator: any free port)")
       .add<str>("token", "shared cluster token; nodes with another token are refused")
       .add<int64_t>("ps-nodes", "ps nodes the coordinator waits for")
+      .add<int64_t>("max-workers",
+                    "coordinator: workers in all, joined ones included (0 = twice job.workers)")
       .add<str>("name", "this node's name in messages")
       .add<str>("port-file", "coordinator: write the bound port to this file")
       .add<int64_t>("heartbeat", "milliseconds between heartbeats on every connection")

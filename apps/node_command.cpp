@@ -47,6 +47,11 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
   o.ps_nodes = static_cast<int>(ps);
   o.name = get_or(c, "cluster.name", o.name);
   o.port_file = get_or(c, "cluster.port-file", o.port_file);
+  auto max_workers = get_or(c, "cluster.max-workers", static_cast<std::int64_t>(o.max_workers));
+  if (max_workers < 0 || max_workers > 4096)
+    throw std::invalid_argument("cluster.max-workers must be in [0, 4096], got " +
+                                std::to_string(max_workers));
+  o.max_workers = static_cast<int>(max_workers);
   o.heartbeat = ms("cluster.heartbeat", o.heartbeat);
   o.connection_timeout = ms("cluster.connection-timeout", o.connection_timeout);
   o.join_timeout = ms("cluster.join-timeout", o.join_timeout);

@@ -410,6 +410,9 @@ worker_actor::behavior_type chunking_front(
         self->send(st.worker, assign_atom::value, std::move(a));
       },
       [self](stop_atom) { self->send(self->state.worker, stop_atom::value); },
+      [self](release_atom, std::int32_t share) {
+        return self->delegate(self->state.worker, release_atom::value, share);
+      },
   };
 }
 

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include <unistd.h>
 
@@ -41,6 +42,14 @@ struct registrar_state {
   std::shared_ptr<cluster_members> members;  ///< read by the node's thread once complete
   int next_ps = 0;
   int next_worker = 0;
+  int max_workers = 0;  ///< workers in all (joined_workers): the first job.workers, then joiners
+  coordinator_actor coordinator;  ///< set once the job runs: joining workers go to it
+  /// Workers beyond job.workers: (index, handle) that joined before the job ran, every one that
+  /// joined (stopped with the cluster), and their names until the job runs (the node's thread
+  /// reads members->names while it builds the job).
+  std::vector<std::pair<std::int32_t, worker_actor>> early;
+  std::map<std::int32_t, worker_actor> joined;  ///< by index: each joins once
+  std::map<caf::node_id, std::string> early_names;
   int shards_joined = 0;
   int workers_joined = 0;
   std::vector<caf::typed_response_promise<bool>> waiting;
@@ -88,20 +97,27 @@ caf::result<std::int32_t, std::int32_t, tensor> on_hello(registrar_ptr self,
   const bool ps = role == "ps";
   auto& next = ps ? st.next_ps : st.next_worker;
   const int count = ps ? st.opts.ps_nodes : st.job.workers;
-  if (next >= count)
-    return refuse(
-        make_error(errc::bad_config,
-                   "the cluster already has its " + std::to_string(count) +
-                       (ps ? " ps nodes ([cluster] ps-nodes)" : " workers ([job] workers)")));
+  const int cap = ps ? count : st.max_workers;
+  if (next >= cap)
+    return refuse(make_error(
+        errc::bad_config,
+        "the cluster already has its " + std::to_string(cap) +
+            (ps ? " ps nodes ([cluster] ps-nodes)"
+                : cap == count ? " workers ([job] workers; no more may join this job)"
+                               : " workers ([cluster] max-workers, joined ones included)")));
   auto index = next++;
   st.event(role + " node '" + name + "' registered as " + role + " " + std::to_string(index));
   if (auto sender = self->current_sender()) {
     // Two nodes named alike (the same [cluster] name) are told apart by role and index.
     auto shown = name;
     auto& names = st.members->names;
-    for (auto& [id, n] : names)
-      if (n == shown && id != sender->node()) shown = name + "-" + role + std::to_string(index);
-    names[sender->node()] = shown;
+    for (auto* known : {&names, &st.early_names})
+      for (auto& [id, n] : *known)
+        if (n == shown && id != sender->node()) shown = name + "-" + role + std::to_string(index);
+    const bool joins = !ps && index >= count;
+    if (joins) st.event("worker " + std::to_string(index) + " joins the " +
+                        (st.coordinator ? "running job" : "job once it runs"));
+    (joins && !st.coordinator ? st.early_names : names)[sender->node()] = shown;
   }
   return {index, static_cast<std::int32_t>(count), byte_order_probe()};
 }
@@ -126,6 +142,36 @@ void join(registrar_ptr self, std::vector<Handle>& slots, std::int32_t index, Ha
   slot = std::move(h);
   joined += 1;
   maybe_complete(self);
+}
+
+/// Hands a worker beyond job.workers to the running job's coordinator, with its node's name.
+void forward_join(registrar_ptr self, std::int32_t index, worker_actor h) {
+  auto& names = self->state.members->names;
+  auto it = names.find(h.node());
+  auto name = it != names.end() ? it->second : std::string{"unregistered"};
+  self->send(self->state.coordinator, join_worker_atom::value, index, std::move(h),
+             std::move(name));
+}
+
+/// A worker beyond job.workers joined: it goes to the coordinator (now, or once the job runs).
+void join_late_worker(registrar_ptr self, std::int32_t index, worker_actor h) {
+  auto& st = self->state;
+  if (index < st.job.workers || index >= st.next_worker || !h || st.joined.count(index)) return;
+  st.joined.emplace(index, h);
+  if (!st.coordinator) {
+    st.early.emplace_back(index, std::move(h));
+    return;
+  }
+  forward_join(self, index, std::move(h));
+}
+
+/// The job runs: workers that joined before it go to its coordinator.
+void on_job_runs(registrar_ptr self, coordinator_actor coordinator) {
+  auto& st = self->state;
+  if (st.coordinator || !coordinator) return;
+  st.coordinator = std::move(coordinator);
+  st.members->names.merge(st.early_names);
+  for (auto& [index, h] : std::exchange(st.early, {})) forward_join(self, index, std::move(h));
 }
 
 /// Records where workers reach ps node `index`; answers peers requests once all are known.
@@ -213,6 +259,7 @@ std::string on_stop(registrar_ptr self) {
     if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
   for (auto& w : st.members->workers)
     if (w) self->send(w, stop_atom::value);
+  for (auto& [index, w] : st.joined) self->send(w, stop_atom::value);
   auto stopped = make_error(errc::stopped, "the coordinator node stopped: " + st.status());
   for (auto& p : st.waiting) p.deliver(stopped);
   for (auto& p : st.waiting_peers) p.deliver(stopped);
@@ -235,6 +282,8 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
   st.members = std::move(members);
   st.members->shards.resize(static_cast<std::size_t>(st.job.shards));
   st.members->workers.resize(static_cast<std::size_t>(st.job.workers));
+  st.max_workers = st.opts.max_workers > 0 ? std::max(st.opts.max_workers, st.job.workers)
+                                           : 2 * st.job.workers;
   st.peers.resize(static_cast<std::size_t>(st.opts.ps_nodes));
   st.peer_known.resize(static_cast<std::size_t>(st.opts.ps_nodes));
   st.own_name = st.opts.name.empty() ? "coordinator-" + std::to_string(::getpid()) : st.opts.name;
@@ -248,8 +297,10 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
         join(self, self->state.members->shards, index, std::move(h), self->state.shards_joined);
       },
       [self](join_worker_atom, std::int32_t index, worker_actor h) {
+        if (index >= self->state.job.workers) return join_late_worker(self, index, std::move(h));
         join(self, self->state.members->workers, index, std::move(h), self->state.workers_joined);
       },
+      [self](run_atom, coordinator_actor c) { on_job_runs(self, std::move(c)); },
       [self](peer_atom, std::int32_t index, const ps_endpoint& at) { on_peer(self, index, at); },
       [self](peers_atom) -> caf::result<std::vector<ps_endpoint>> {
         auto& st = self->state;
@@ -308,6 +359,11 @@ struct job_fronts {
   std::vector<shard_actor> owned;   ///< barriers, gateways and proxies spawned here
 };
 
+/// Workers in all, joined ones included, a job takes (cluster_options::max_workers).
+std::int32_t joinable_workers(const job_spec& job, const cluster_options& opts) {
+  return opts.max_workers > 0 ? std::max(opts.max_workers, job.workers) : 2 * job.workers;
+}
+
 job_fronts wire_fronts(caf::actor_system& sys, const job_spec& job, const topology& topo,
                        const cluster_members& members, const cluster_options& opts, bool chunked) {
   job_fronts out;
@@ -324,7 +380,7 @@ job_fronts wire_fronts(caf::actor_system& sys, const job_spec& job, const topolo
     out.fronts = members.shards;
     return out;
   }
-  out.fronts = make_fronts(sys, job, topo, out.shards);
+  out.fronts = make_fronts(sys, job, topo, out.shards, nullptr, joinable_workers(job, opts));
   if (chunked) {
     auto sizes = slice_sizes(job);
     for (std::size_t s = 0; s < out.fronts.size(); ++s)
@@ -344,8 +400,9 @@ void write_port_file(const std::string& path, std::uint16_t port) {
 /// Runs the coordinator on the joined members and returns its result (or why it stopped).
 engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const job_spec& job,
                         std::shared_ptr<const job_data> data, const topology& topo,
-                        const cluster_members& members, const cluster_options& opts,
-                        node_hooks& hooks, std::shared_ptr<const checkpoint> resume) {
+                        const cluster_members& members, const registrar_actor& reg,
+                        const cluster_options& opts, node_hooks& hooks,
+                        std::shared_ptr<const checkpoint> resume) {
   auto w = wire_fronts(sys, job, topo, members, opts, uses_chunking(job, opts));
   coordinator_config cc;
   cc.job = job;
@@ -354,6 +411,7 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
   cc.shards = w.shards;
   cc.fronts = w.fronts;
   cc.workers = members.workers;
+  cc.max_workers = joinable_workers(job, opts);
   auto name_of = [&](const caf::node_id& n) {
     auto it = members.names.find(n);
     return it != members.names.end() ? it->second : n == sys.node() ? "local" : "unregistered";
@@ -374,6 +432,9 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
   }
   self->monitor(coord);
   self->send(coord, run_atom::value);
+  // From now on workers that register beyond [job] workers join through the coordinator (its
+  // run is in its mailbox first).
+  self->send(reg, run_atom::value, coordinator_actor{coord});
   engine_result result;
   self->receive([&](engine_result& r) { result = std::move(r); },
                 [&](caf::error& err) { result.error = describe_error(err); },
@@ -425,7 +486,7 @@ Result serve_cluster(caf::actor_system& sys, const job_spec& counts, const clust
       .receive([&](bool) { complete = true; }, [&](caf::error& e) { why = describe_error(e); });
   Result result;
   if (complete) {
-    result = drive(self, *members);
+    result = drive(self, *members, reg);
     // Every node's bytes once its actors are down (each sends a final report then).
     self->request(reg, std::chrono::seconds(5), traffic_atom::value, result.ok)
         .receive([&](std::vector<observe::node_traffic>& n) { result.nodes = std::move(n); },
@@ -450,6 +511,10 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     throw std::invalid_argument(
         "cluster.ps-nodes must be in [1, job.shards = " + std::to_string(job.shards) + "], got " +
         std::to_string(opts.ps_nodes));
+  if (opts.max_workers != 0 && opts.max_workers < job.workers)
+    throw std::invalid_argument("cluster.max-workers must be 0 or >= job.workers = " +
+                                std::to_string(job.workers) + ", got " +
+                                std::to_string(opts.max_workers));
   const auto topo = plan_topology(job, placement::cluster);
   validate(opts.chunking);
   default_blas_threads(1);
@@ -458,9 +523,11 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
                    " bytes cross nodes in chunks of " + std::to_string(opts.chunking.chunk_bytes) +
                    " bytes, " + std::to_string(opts.chunking.window) + " in flight");
   return serve_cluster<engine_result>(sys, job, opts, hooks,
-                                      [&](caf::scoped_actor& self, const cluster_members& members) {
+                                      [&](caf::scoped_actor& self, const cluster_members& members,
+                                          const registrar_actor& reg) {
                                         return drive_job(sys, self, job, std::move(data), topo,
-                                                         members, opts, hooks, std::move(resume));
+                                                         members, reg, opts, hooks,
+                                                         std::move(resume));
                                       });
 }
 
@@ -477,8 +544,12 @@ sparse_result run_sparse_coordinator_node(caf::actor_system& sys, const sparse_j
   counts.name = describe(job.model);
   counts.shards = job.shards;
   counts.workers = job.workers;
+  // A sparse job takes no joining workers (its coordinator has no join_worker).
+  auto fixed = opts;
+  fixed.max_workers = job.workers;
   return serve_cluster<sparse_result>(
-      sys, counts, opts, hooks, [&](caf::scoped_actor&, const cluster_members& members) {
+      sys, counts, fixed, hooks,
+      [&](caf::scoped_actor&, const cluster_members& members, const registrar_actor&) {
         std::vector<sparse_shard_actor> tables;
         for (auto& s : members.shards) tables.push_back(caf::actor_cast<sparse_shard_actor>(s));
         std::vector<sparse_worker_actor> workers;

@@ -71,6 +71,10 @@ struct cluster_options {
   int ps_nodes = 1;                ///< ps nodes the coordinator waits for
   std::string name;                ///< this node's name in messages ("" = role and pid)
   std::string port_file;           ///< coordinator: write the bound port here (for launchers)
+  /// Coordinator: workers in all, joined ones included, the job takes. Worker nodes that
+  /// register beyond [job] workers join the running job (a share of the rows still to train);
+  /// beyond this many they are refused. 0 = twice [job] workers; [job] workers = none join.
+  int max_workers = 0;
   /// Heartbeats on every connection (both sides must send them); a peer silent for
   /// connection_timeout is declared down, so a hung (SIGSTOPped) node is detected within about
   /// heartbeat + connection_timeout. The default tolerates a node stalled for a second or so (a

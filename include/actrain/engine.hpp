@@ -95,6 +95,9 @@ struct coordinator_config {
   /// registered node names); empty: "local".
   std::vector<std::string> worker_nodes{};
   std::vector<std::string> shard_nodes{};
+  /// Workers in all, joined ones included, the running job takes (join_worker_atom: a cluster's
+  /// registrar forwards worker nodes that register beyond [job] workers). 0: none join.
+  std::int32_t max_workers = 0;
   engine_hooks hooks;
   /// When set, the job continues from this checkpoint: the shards are restored, every worker
   /// replays its readers to the cut, and the history and counts go on from there.

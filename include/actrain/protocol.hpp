@@ -21,9 +21,10 @@
 namespace actrain {
 
 /// Bumped whenever a message layout changes; checked when a node registers.
+/// 10: a worker joins a running job (coordinator join_worker, worker release);
 /// 7: sparse shards' row messages; 5: doubles as their IEEE 754 bits, float vectors as raw blocks
 /// (wire.hpp); 4: checkpoints at a step, resumed assignments.
-constexpr std::uint32_t protocol_version = 9;
+constexpr std::uint32_t protocol_version = 10;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -45,6 +46,8 @@ using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// Proxy <-> gateway: one chunk of a large tensor (cluster/chunking.hpp).
 using chunk_atom = caf::atom_constant<caf::atom("chunk")>;
+/// Coordinator -> worker (share): give up 1/share of the work not started yet (released_work).
+using release_atom = caf::atom_constant<caf::atom("release")>;
 /// A worker to itself, every worker_config::timeout (worker_impl, never from outside).
 using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;
 // Registration of nodes with the coordinator node's registrar (registrar_actor below).
@@ -431,9 +434,27 @@ typename Inspector::result_type inspect(Inspector& f, worker_assignment& x) {
            x.epochs, x.start_step, x.reports_to, x.skip);
 }
 
-/// A worker: started with an assignment (again to add rows), stopped with stop_atom.
+/// What a worker gives up for a worker that joined the job (release_atom). Only epochs not
+/// started are split: a range being walked keeps its current epoch; of each range's later epochs
+/// the worker keeps the first rows and gives up the last 1/share. `kept` replaces the last
+/// `replaced` entries of the worker's assignments (coordinator's list, in the order given: the
+/// ones it has not finished), so a checkpoint's replay of the list reads what the worker reads.
+struct released_work {
+  std::int32_t replaced = 0;
+  std::vector<saved_work> kept;
+  std::vector<saved_work> given;  ///< rows for the joining worker, each with its epochs
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, released_work& x) {
+  return f(caf::meta::type_name("released_work"), x.replaced, x.kept, x.given);
+}
+
+/// A worker: started with an assignment (again to add rows), stopped with stop_atom; asked to
+/// release part of its work when another joins (share >= 2; nothing while it replays a resumed
+/// cut or has stopped).
 using worker_actor =
-    caf::typed_actor<caf::reacts_to<assign_atom, worker_assignment>, caf::reacts_to<stop_atom>>;
+    caf::typed_actor<caf::reacts_to<assign_atom, worker_assignment>, caf::reacts_to<stop_atom>,
+                     caf::replies_to<release_atom, std::int32_t>::with<released_work>>;
 /// What a worker is spawned as: worker_actor plus its own watchdog ticks. Handed out as
 /// worker_actor only.
 using worker_impl = worker_actor::extend<caf::reacts_to<watchdog_atom>>;
@@ -460,9 +481,13 @@ using sparse_worker_actor =
 /// Where workers report; the coordinator.
 /// stop (why): end the job now, as stopped with `why` (a signal); with checkpoints on, a last
 /// checkpoint is written first (in sync mode a cut a few steps ahead), so the job can resume.
+/// join_worker (index, handle, node name): a worker that joined the running job (a cluster's
+/// registrar forwards it); it gets a share of the rows still to train, released by the others.
 using coordinator_actor = caf::typed_actor<caf::reacts_to<progress_atom, progress_report>,
                                            caf::replies_to<run_atom>::with<engine_result>,
-                                           caf::reacts_to<stop_atom, std::string>>;
+                                           caf::reacts_to<stop_atom, std::string>,
+                                           caf::reacts_to<join_worker_atom, std::int32_t,
+                                                          worker_actor, std::string>>;
 /// What a coordinator is spawned as: coordinator_actor plus its own periodic ticks (console,
 /// metrics, stall detection). Handed out as coordinator_actor only.
 using coordinator_impl = coordinator_actor::extend<caf::reacts_to<tick_atom>>;
@@ -481,6 +506,8 @@ using checkpoint_writer_actor =
 ///   peer: (ps index, endpoint) where workers reach that ps node (host "" = as seen here).
 ///   peers -> every ps node's endpoint, once all are known (worker nodes dial them).
 ///   members -> true once every shard and worker joined (the coordinator node waits on it).
+///   run: (coordinator) the job runs: worker nodes that register from now on (up to [cluster]
+///          max-workers) join it through the coordinator.
 ///   traffic: (the sending node's TCP connections, final) -> true: its bytes per connection
 ///          (sampled every 100 ms), every half second and once more (final) when its actors
 ///          are down.
@@ -499,6 +526,7 @@ using registrar_actor =
                      caf::replies_to<traffic_atom, std::vector<socket_traffic>, bool>::with<bool>,
                      caf::replies_to<traffic_atom, bool>::with<std::vector<observe::node_traffic>>,
                      caf::replies_to<members_atom>::with<bool>,
+                     caf::reacts_to<run_atom, coordinator_actor>,
                      caf::replies_to<stop_atom>::with<std::string>,
                      caf::reacts_to<stop_atom, std::string>>;
 /// What the registrar is spawned as: registrar_actor plus the tick it sends itself every 100 ms
@@ -519,6 +547,7 @@ CAF_ADD_TYPE_ID(actrain, (actrain::shard_checkpoint))
 CAF_ADD_TYPE_ID(actrain, (actrain::shard_range_t))
 CAF_ADD_TYPE_ID(actrain, (actrain::shard_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::worker_assignment))
+CAF_ADD_TYPE_ID(actrain, (actrain::released_work))
 CAF_ADD_TYPE_ID(actrain, (actrain::worker_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::coordinator_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::tensor_chunk))

@@ -2,6 +2,8 @@
 // and zero-copy local sends.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "actor_fixture.hpp"
 #include "actors/worker.hpp"
 
@@ -140,6 +142,61 @@ void start_watched_worker(testing::deterministic_system& ds, caf::scoped_actor& 
   a.ranges = {shard_range_t{0, 3}};
   a.rows = {shard_range_t{0, 40}};
   self->send(w, assign_atom::value, a);
+}
+
+// A worker asked to release half of its work for a joining worker, after its first batch of
+// rows [0, 40) (epoch 1 of 3 under way) with [40, 100) not started: the range under way keeps its
+// current epoch and walks [0, 20) for the 2 epochs after it, gives up [20, 40) for those 2; the
+// other range keeps [40, 70) and gives up [70, 100), all 3 epochs. It then computes exactly the
+// batches of what it kept: 10 (the epoch under way) + 2 x 5 + 3 x 8 (30 rows in batches of 4)
+// = 44 pushes, where the whole work would have been 3 x 10 + 3 x 15 = 75.
+TEST(worker_test, a_release_gives_up_the_epochs_not_started_and_the_worker_walks_what_it_kept) {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  auto data = std::make_shared<dataset>();
+  data->rows = 100;
+  data->features = 2;
+  data->x.assign(200, 1.f);
+  data->y.assign(100, 0.f);
+  auto fake = ds.sys->spawn(holding_shard, std::size_t{3});
+  worker_actor w = ds.sys->spawn(worker, watched_worker(data, std::chrono::seconds(3600)));
+  worker_assignment a;
+  a.shards = {fake};
+  a.ranges = {shard_range_t{0, 3}};
+  a.rows = {shard_range_t{0, 40}, shard_range_t{40, 100}};
+  a.epochs = 3;
+  self->send(w, assign_atom::value, a);
+  ds.run();  // the first batch computed, its push held
+  self->send(w, release_atom::value, std::int32_t{2});
+  ds.run();
+  released_work r;
+  self->receive([&](released_work& got) { r = std::move(got); },
+                [&](caf::error& e) { FAIL() << describe_error(e); });
+  EXPECT_EQ(r.replaced, 2);
+  auto as_tuples = [](const std::vector<saved_work>& v) {
+    std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> out;
+    for (auto& x : v) out.emplace_back(x.begin, x.end, x.epochs);
+    return out;
+  };
+  using t = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+  EXPECT_EQ(as_tuples(r.kept), (std::vector<t>{{0, 40, 1}, {0, 20, 2}, {40, 70, 3}}));
+  EXPECT_EQ(as_tuples(r.given), (std::vector<t>{{20, 40, 2}, {70, 100, 3}}));
+  // Each stats call releases one held push; the worker pushes until its kept work is done.
+  std::int64_t pushes = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto n = pushes_seen(ds, self, fake);
+    if (n == pushes) break;
+    pushes = n;
+  }
+  EXPECT_EQ(pushes, 44);
+  // A share below 2 releases nothing.
+  self->send(w, release_atom::value, std::int32_t{1});
+  ds.run();
+  self->receive([&](released_work& got) { EXPECT_TRUE(got.given.empty()); },
+                [&](caf::error& e) { FAIL() << describe_error(e); });
+  self->send_exit(w, caf::exit_reason::user_shutdown);
+  self->send_exit(fake, caf::exit_reason::user_shutdown);
+  ds.run();
 }
 
 // The watchdog runs on the actor system's clock: on the test coordinator the test moves time,

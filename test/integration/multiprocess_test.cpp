@@ -317,6 +317,29 @@ TEST_F(multiprocess_test, sigterm_of_a_ps_node_stops_the_job_after_a_last_checkp
 
 // No replica yet: a lost ps node ends the job, and the whole cluster restarted with --resume on
 // the coordinator continues from the last checkpoint to the closed form, every row trained.
+// Elastic workers across processes: a worker process started while the job runs (beyond its
+// 3 [job] workers) joins, takes a share of the rows the others had not started, trains them (its
+// own last line says the job completed) and the job reaches the closed form with every process
+// exiting 0.
+TEST_F(multiprocess_test, a_worker_process_started_mid_run_joins_the_job_and_trains) {
+  auto coord = start_cluster();
+  auto port = wait_for_line(coord, "listening on port ", 0s);
+  ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
+  auto joiner = spawn("worker", {"--cluster.port=" + port, "--cluster.name=joiner"});
+  auto joined = wait_for_line(coord, "worker 3 ('joiner') joined at step ", 20s);
+  ASSERT_FALSE(joined.empty()) << kids[coord].text;
+  auto taken = joined.find("takes ");
+  ASSERT_NE(taken, std::string::npos) << joined;
+  EXPECT_GT(std::stoll(joined.substr(taken + 6)), 0) << joined;
+  auto line = wait_for_line(coord, "result: train loss ", 60s);
+  ASSERT_FALSE(line.empty()) << kids[coord].text;
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  for (auto& k : kids) EXPECT_TRUE(WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << k.text;
+  EXPECT_NE(kids[joiner].text.find("worker 3: "), std::string::npos) << kids[joiner].text;
+  auto best = closed_form();
+  EXPECT_LT((std::stod(line) - best) / best, 1e-2);
+}
+
 TEST_F(multiprocess_test, a_cluster_restarted_after_a_ps_kill_resumes_from_its_checkpoint) {
   auto dir = ::testing::TempDir() + "actrain_mp_ckpt_" + std::to_string(::getpid());
   std::vector<std::string> ckpt{"--checkpoint.dir=" + dir, "--checkpoint.every-steps=400"};

@@ -33,7 +33,8 @@ shard_actor::behavior_type dummy_shard() {
 }
 
 worker_actor::behavior_type dummy_worker() {
-  return {[](assign_atom, const worker_assignment&) {}, [](stop_atom) {}};
+  return {[](assign_atom, const worker_assignment&) {}, [](stop_atom) {},
+          [](release_atom, std::int32_t) { return released_work{}; }};
 }
 
 registrar_actor::behavior_type dummy_registrar() {
@@ -49,6 +50,7 @@ registrar_actor::behavior_type dummy_registrar() {
       [](traffic_atom, const std::vector<socket_traffic>&, bool) { return true; },
       [](traffic_atom, bool) { return std::vector<observe::node_traffic>{}; },
       [](members_atom) { return true; },
+      [](run_atom, const coordinator_actor&) {},
       [](stop_atom) { return std::string{}; },
       [](stop_atom, const std::string&) {},
   };
@@ -56,7 +58,8 @@ registrar_actor::behavior_type dummy_registrar() {
 
 coordinator_actor::behavior_type dummy_coordinator() {
   return {[](progress_atom, const progress_report&) {}, [](run_atom) { return engine_result{}; },
-          [](stop_atom, const std::string&) {}};
+          [](stop_atom, const std::string&) {},
+          [](join_worker_atom, std::int32_t, const worker_actor&, const std::string&) {}};
 }
 
 bool same(const tensor& a, const tensor& b) {
@@ -257,6 +260,14 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
   EXPECT_EQ(ck2.workers[0].worker, 1);
   ASSERT_EQ(ck2.workers[0].work.size(), 1u);
   EXPECT_EQ(ck2.workers[0].work[0].end, 100);
+  released_work rel{2, {saved_work{0, 80, 1}, saved_work{0, 60, 2}}, {saved_work{60, 80, 2}}};
+  auto rel2 = round_trip<released_work>(rel);
+  EXPECT_EQ(rel2.replaced, 2);
+  ASSERT_EQ(rel2.kept.size(), 2u);
+  EXPECT_EQ(rel2.kept[1].end, 60);
+  EXPECT_EQ(rel2.kept[1].epochs, 2);
+  ASSERT_EQ(rel2.given.size(), 1u);
+  EXPECT_EQ(rel2.given[0].begin, 60);
   auto ep = round_trip<ps_endpoint>(ps_endpoint{"127.0.0.1", 47111});
   EXPECT_EQ(ep.host, "127.0.0.1");
   EXPECT_EQ(ep.port, 47111);

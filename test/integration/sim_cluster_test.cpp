@@ -493,6 +493,66 @@ TEST_F(sim_cluster_test, a_silent_worker_link_is_found_by_heartbeats_and_the_job
   EXPECT_GE(res.samples, 2 * 20000 - 3 * 32);
 }
 
+// Elastic workers: a worker node that registers beyond [job] workers while the job runs joins
+// it. The two workers each release a third of the epochs they have not started, the newcomer
+// trains them, and the job completes having made exactly its passes over the data (none twice,
+// none skipped). In sync mode the barriers expect the newcomer from its first slice on, and the
+// run still reaches the closed form. A worker beyond [cluster] max-workers (here 3) is refused.
+TEST_F(sim_cluster_test, a_worker_node_joining_mid_run_takes_a_share_of_the_rows_and_trains) {
+  for (std::string mode : {"async", "sync"}) {
+    SCOPED_TRACE(mode);
+    auto c = make(test::linear_job(2, 4));
+    c.job.mode = mode;
+    c.cluster.max_workers = 3;
+    c.worker_delays = {0.002, 0.002};  // ~0.6 s an epoch: the joiner comes in long before the end
+    auto cluster = start_and_wait_for_training(c);
+    auto opts = c.cluster;
+    opts.name = "joiner";
+    auto joiner = cluster->add_worker_node(opts);
+    auto res = cluster->wait(60s);
+    ASSERT_TRUE(res.ok) << res.error;
+    auto out = cluster->worker_outcome(joiner, 5s);
+    EXPECT_TRUE(out.ok) << out.message;
+    EXPECT_EQ(out.index, 2);
+    std::int64_t taken = -1;
+    for (auto& e : cluster->events()) {
+      auto at = e.find("worker 2 ('joiner') joined at step ");
+      if (at == std::string::npos) continue;
+      auto n = e.find("takes ", at);
+      ASSERT_NE(n, std::string::npos) << e;
+      taken = std::stoll(e.substr(n + 6));
+      std::cerr << mode << ": " << e << "\n";
+    }
+    // A third of the epochs no worker had started: each of the two gives up the last 3333 of
+    // its 10000 rows for each of them (3 when it joins in the first epoch, as it should here).
+    EXPECT_GT(taken, 0) << "the joiner took no share of the rows";
+    EXPECT_EQ(taken % (2 * 3333), 0) << taken;
+    EXPECT_LE(taken, 2 * 3333 * 3);
+    // Every sample counted comes from a worker's report: the others were left 80000 - taken, so
+    // the total holds only if the joiner trained its share (and none was trained twice).
+    EXPECT_EQ(res.samples, 4 * 20000);
+    auto best = least_squares_mse(c.data->train);
+    EXPECT_LT((train_mse(c, res) - best) / best, 0.05);
+  }
+}
+
+TEST_F(sim_cluster_test, a_worker_beyond_max_workers_is_refused_naming_the_limit) {
+  auto c = make(test::linear_job(2, 2));
+  c.cluster.max_workers = 2;
+  auto cluster = start_and_wait_for_training(c);  // the first two hold their indexes
+  auto opts = c.cluster;
+  opts.name = "one-too-many";
+  auto extra = cluster->add_worker_node(opts);
+  auto out = cluster->worker_outcome(extra, 10s);
+  EXPECT_FALSE(out.ok);
+  EXPECT_NE(out.message.find("the cluster already has its 2 workers ([job] workers; no more may "
+                             "join this job)"),
+            std::string::npos)
+      << out.message;
+  auto res = cluster->wait(25s);
+  ASSERT_TRUE(res.ok) << res.error;
+}
+
 TEST_F(sim_cluster_test, a_bad_token_is_refused_with_a_clear_message_on_both_sides) {
   auto c = make(test::linear_job(3, 1));
   sim_cluster cluster{c};

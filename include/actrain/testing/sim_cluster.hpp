@@ -85,7 +85,8 @@ class sim_cluster {
   link_counts link_traffic(sim_node n) const;
 
   /// Starts one more worker node with these options (host/port are filled in); returns its
-  /// index for worker_outcome(). For tests of refusals (wrong token, a full cluster).
+  /// index for worker_outcome(). A worker node beyond [job] workers joins the running job (up to
+  /// cluster.max_workers); also for tests of refusals (wrong token, a full cluster).
   int add_worker_node(cluster_options opts);
 
   /// The coordinator's result; throws std::runtime_error if it takes longer than `bound`.
