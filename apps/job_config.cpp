@@ -123,6 +123,9 @@ app_config::app_config() {
       .add<int64_t>("heartbeat", "milliseconds between heartbeats on every connection")
       .add<int64_t>("connection-timeout", "milliseconds of silence before a peer is down")
       .add<int64_t>("join-timeout", "milliseconds to connect and to wait for all nodes")
+      .add<int64_t>("rejoin-timeout",
+                    "ps/worker node: milliseconds to wait for a coordinator that went away "
+                    "mid-job to come back (0 = exit)")
       .add<double>("worker-delay", "worker node: extra seconds per step (fault injection)")
       .add<int64_t>("chunk-bytes", "slices above this many bytes cross nodes in chunks (0 = off)")
       .add<int64_t>("chunk-window", "chunks in flight per transfer")

@@ -55,6 +55,11 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
   o.heartbeat = ms("cluster.heartbeat", o.heartbeat);
   o.connection_timeout = ms("cluster.connection-timeout", o.connection_timeout);
   o.join_timeout = ms("cluster.join-timeout", o.join_timeout);
+  auto rejoin = get_or(c, "cluster.rejoin-timeout", static_cast<std::int64_t>(0));
+  if (rejoin < 0)
+    throw std::invalid_argument("cluster.rejoin-timeout must be >= 0 ms, got " +
+                                std::to_string(rejoin));
+  o.rejoin_timeout = std::chrono::milliseconds(rejoin);
   o.worker_delay_s = get_or(c, "cluster.worker-delay", o.worker_delay_s);
   auto chunk = get_or(c, "cluster.chunk-bytes", static_cast<std::int64_t>(o.chunking.chunk_bytes));
   if (chunk < 0)

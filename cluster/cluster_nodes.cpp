@@ -2,6 +2,7 @@
 // actors, wait until stopped (include/actrain/cluster.hpp).
 #include <actrain/cluster.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -117,6 +118,7 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
   std::string job_error;  // the cause a failed or stopped job's coordinator ended the actors with
   bool stopped = false;
   std::string own_failure;  // the first error an actor of this node ended with otherwise
+  bool own_failure_is_actrains = false;  // that error is actrain's own (not a lost peer)
   // This node's bytes per connection go to the registrar every half second, and once more when
   // its actors are down (unless other nodes share this process: its sockets are not its own).
   net::node_scope in_process;
@@ -162,10 +164,13 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
             // An actor of this node failed on its own (a worker whose shard went down): the job
             // cannot have completed as planned.
             own_failure = describe_error(r);
+            own_failure_is_actrains = r.category() == errc_category();
           }
         },
         caf::after(std::chrono::duration_cast<caf::timespan>(next_sample - now)) >> [] {});
   }
+  // Gone while this node's actors ran: the job did not end (it ends by stopping them first).
+  bool gone_mid_job = coordinator_gone;
   if (!coordinator_gone && net::node_scope::alone()) {
     // The final report, then this node keeps its connections open until the registrar is done
     // (it collects every node's final counts before it stops): a peer that exited first would
@@ -186,6 +191,12 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
     out.message = (stopped ? "the job was stopped: " : "the job failed: ") + job_error;
     return;
   }
+  // A request of this node's actor that failed as the coordinator went (the receiver or the route
+  // was on its node) is the coordinator's loss, not this node's failure.
+  if (coordinator_gone && !own_failure.empty() && !own_failure_is_actrains) {
+    own_failure.clear();
+    gone_mid_job = true;
+  }
   if (!own_failure.empty()) {
     out.ok = false;
     out.job_failed = true;
@@ -193,16 +204,54 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
     return;
   }
   out.ok = true;
-  out.message = coordinator_gone ? "the coordinator went away; local actors stopped"
-                                 : "stopped by the coordinator";
+  out.coordinator_lost = gone_mid_job;
+  out.message = gone_mid_job ? "the coordinator went away; local actors stopped"
+                             : "stopped by the coordinator";
+}
+
+/// Runs `life` (one registration: register, serve, wait) and, while it ends because the
+/// coordinator went away mid-job and opts.rejoin_timeout allows, again: the node waits that long
+/// for a coordinator at the same host:port (a restarted one; with --resume it continues from its
+/// checkpoint, restoring the shards) and registers anew.
+template <class Life>
+node_outcome rejoining(const cluster_options& opts, const std::shared_ptr<node_control>& control,
+                       Life life) {
+  using std::chrono::steady_clock;
+  auto out = life(opts);
+  auto killed = [&] { return control && control->killed(); };
+  while (out.coordinator_lost && opts.rejoin_timeout.count() > 0 && !killed()) {
+    std::cerr << "actrain node: the coordinator went away; waiting up to "
+              << opts.rejoin_timeout.count() << " ms for it at " << opts.host << ":" << opts.port
+              << " ([cluster] rejoin-timeout)" << std::endl;
+    auto index = out.index;
+    auto deadline = steady_clock::now() + opts.rejoin_timeout;
+    auto again = opts;
+    // A coordinator coming back may close a first connection mid-handshake (still starting):
+    // registration is tried again until the deadline, not only the connection.
+    for (;;) {
+      again.join_timeout = std::max(std::chrono::milliseconds(1),
+                                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        deadline - steady_clock::now()));
+      out = life(again);
+      if (out.index >= 0 || steady_clock::now() >= deadline || killed()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (out.index < 0) {
+      out.index = index;
+      out.message = "the coordinator went away and did not come back within " +
+                    std::to_string(opts.rejoin_timeout.count()) + " ms: " + out.message;
+    }
+  }
+  return out;
 }
 
 /// A ps node's life: registers, opens its port for workers, tells the registrar where it is,
 /// lets SIGTERM stop the job, spawns its shards with spawn(index, count, mine) (which joins
 /// them), waits until they are stopped or the coordinator is gone, closes the port.
 template <class Spawn>
-node_outcome serve_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
-                           std::shared_ptr<node_control> control, Spawn spawn) {
+node_outcome serve_ps_node_once(caf::actor_system& sys, const job_spec& job,
+                                const cluster_options& opts, std::shared_ptr<node_control> control,
+                                Spawn& spawn) {
   node_outcome out;
   caf::scoped_actor self{sys};
   auto r = register_node(sys, self, node_role::ps, opts, job);
@@ -244,6 +293,15 @@ node_outcome serve_ps_node(caf::actor_system& sys, const job_spec& job, const cl
   wait_node(self, r->reg, std::move(mine), out);
   if (peer_port != 0) net::close(sys, peer_port);
   return out;
+}
+
+/// serve_ps_node_once, again after a coordinator that went away came back (rejoining).
+template <class Spawn>
+node_outcome serve_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
+                           std::shared_ptr<node_control> control, Spawn spawn) {
+  return rejoining(opts, control, [&](const cluster_options& o) {
+    return serve_ps_node_once(sys, job, o, control, spawn);
+  });
 }
 
 }  // namespace
@@ -293,11 +351,13 @@ node_outcome run_sparse_ps_node(caf::actor_system& sys, const sparse_job& job,
                        });
 }
 
-node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
-                             std::shared_ptr<const job_data> data, const cluster_options& opts,
-                             std::shared_ptr<node_control> control) {
+namespace {
+
+node_outcome serve_worker_node_once(caf::actor_system& sys, const job_spec& job,
+                                    const std::shared_ptr<const job_data>& data,
+                                    const cluster_options& opts,
+                                    const std::shared_ptr<node_control>& control) {
   node_outcome out;
-  default_blas_threads(1);
   caf::scoped_actor self{sys};
   auto r = register_node(sys, self, node_role::worker, opts, job);
   if (!r) {
@@ -325,10 +385,23 @@ node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
   return out;
 }
 
-node_outcome run_sparse_worker_node(caf::actor_system& sys, const sparse_job& job,
-                                    std::shared_ptr<const sparse_dataset> train,
-                                    const cluster_options& opts,
-                                    std::shared_ptr<node_control> control) {
+}  // namespace
+
+node_outcome run_worker_node(caf::actor_system& sys, const job_spec& job,
+                             std::shared_ptr<const job_data> data, const cluster_options& opts,
+                             std::shared_ptr<node_control> control) {
+  default_blas_threads(1);
+  return rejoining(opts, control, [&](const cluster_options& o) {
+    return serve_worker_node_once(sys, job, data, o, control);
+  });
+}
+
+namespace {
+
+node_outcome serve_sparse_worker_node_once(caf::actor_system& sys, const sparse_job& job,
+                                           std::shared_ptr<const sparse_dataset> train,
+                                           const cluster_options& opts,
+                                           const std::shared_ptr<node_control>& control) {
   node_outcome out;
   job_spec counts;
   counts.shards = job.shards;
@@ -346,6 +419,17 @@ node_outcome run_sparse_worker_node(caf::actor_system& sys, const sparse_job& jo
   self->send(r->reg, join_worker_atom::value, r->index, caf::actor_cast<worker_actor>(h));
   wait_node(self, r->reg, {caf::actor_cast<caf::actor>(h)}, out);
   return out;
+}
+
+}  // namespace
+
+node_outcome run_sparse_worker_node(caf::actor_system& sys, const sparse_job& job,
+                                    std::shared_ptr<const sparse_dataset> train,
+                                    const cluster_options& opts,
+                                    std::shared_ptr<node_control> control) {
+  return rejoining(opts, control, [&](const cluster_options& o) {
+    return serve_sparse_worker_node_once(sys, job, train, o, control);
+  });
 }
 
 }  // namespace actrain

@@ -83,6 +83,11 @@ struct cluster_options {
   std::chrono::milliseconds heartbeat{50};
   std::chrono::milliseconds connection_timeout{2000};
   std::chrono::milliseconds join_timeout{30000};  ///< bound on connecting and on waiting for nodes
+  /// ps and worker nodes: when the coordinator goes away mid-job (a crash or a lost link, not
+  /// the job's end, failure or stop), wait this long for a coordinator at the same host:port and
+  /// register with it again (fresh shards and workers: a coordinator restarted with --resume
+  /// restores the shards from its checkpoint and the workers replay to its cut). 0 = exit.
+  std::chrono::milliseconds rejoin_timeout{0};
   double worker_delay_s = 0;  ///< worker node: extra seconds per step (fault injection)
   /// Slices larger than chunking.chunk_bytes cross nodes in chunks through a gateway on the
   /// shard's node and a proxy on the user's node (cluster/chunking.hpp). Every node of a cluster
@@ -166,6 +171,9 @@ struct node_outcome {
   /// The coordinator ended the job as failed and told this node's actors why: `message` is
   /// "the job failed: <its cause>". False for a refused or unreachable node.
   bool job_failed = false;
+  /// The coordinator went away while the job ran (no end, failure or stop was told): `ok`, with
+  /// "the coordinator went away; local actors stopped" (rejoin_timeout 0).
+  bool coordinator_lost = false;
   /// The coordinator ended the job as stopped (a signal; it can resume): `message` is "the job
   /// was stopped: <why>".
   bool job_stopped = false;

@@ -340,6 +340,53 @@ TEST_F(multiprocess_test, a_worker_process_started_mid_run_joins_the_job_and_tra
   EXPECT_LT((std::stod(line) - best) / best, 1e-2);
 }
 
+// A coordinator killed mid-run (kill -9): with [cluster] rejoin-timeout the ps and worker
+// processes wait for it instead of exiting; restarted on the same port with --resume DIR it
+// restores the shards from its newest checkpoint, the same processes register again (fresh
+// shards and workers), and the job completes near the closed form with every one exiting 0.
+TEST_F(multiprocess_test, a_killed_coordinator_restarted_with_resume_completes_the_job_with_the_same_nodes) {
+  auto dir = ::testing::TempDir() + "actrain_mp_rejoin_" + std::to_string(::getpid());
+  std::vector<std::string> ckpt{"--checkpoint.dir=" + dir, "--checkpoint.every-steps=400",
+                                "--cluster.rejoin-timeout=30000"};
+  // A fixed port below the ephemeral range (32768-60999 here): nodes dialling a port that is
+  // closed for a while could otherwise be given that very port as their own source port and
+  // connect to themselves (TCP self-connect), as operators' fixed ports do not invite either.
+  std::size_t coord = 0;
+  std::string port;
+  for (int attempt = 0; attempt < 5 && port.empty(); ++attempt) {
+    auto p = std::to_string(20000 + (::getpid() * 7 + attempt * 977) % 12000);
+    auto args = ckpt;
+    args.push_back("--cluster.port=" + p);
+    coord = spawn("coordinator", args);
+    if (!wait_for_line(coord, "listening on port ", 20s).empty()) port = p;
+  }
+  ASSERT_FALSE(port.empty()) << kids[coord].text;
+  for (auto role : {"ps", "ps", "worker", "worker", "worker"})
+    spawn(role, {ckpt[0], ckpt[1], ckpt[2], "--cluster.port=" + port});
+  ASSERT_FALSE(wait_for_line(coord, "checkpoint written: ", 40s).empty()) << kids[coord].text;
+  ASSERT_EQ(::kill(kids[coord].pid, SIGKILL), 0);
+  ASSERT_EQ(kids[coord].text.find("result: "), std::string::npos) << "the job ended first";
+  for (std::size_t k = coord + 1; k < kids.size(); ++k)
+    ASSERT_FALSE(wait_for_line(k, "the coordinator went away; waiting up to 30000 ms", 15s).empty())
+        << kids[k].text;
+  auto args = ckpt;
+  args.insert(args.end(), {"--cluster.port=" + port, "--resume", dir});
+  auto again = spawn("coordinator", args);
+  EXPECT_FALSE(wait_for_line(again, "resuming from checkpoint ", 20s).empty()) << kids[again].text;
+  auto result = wait_for_line(again, "result: train loss ", 60s);
+  if (result.empty()) {
+    for (auto& k : kids) std::cerr << "---\n" << k.text;
+    FAIL() << "the restarted coordinator did not complete the job";
+  }
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  EXPECT_TRUE(WIFSIGNALED(kids[coord].status));
+  for (std::size_t k = coord + 1; k < kids.size(); ++k)
+    EXPECT_TRUE(WIFEXITED(kids[k].status) && WEXITSTATUS(kids[k].status) == 0) << kids[k].text;
+  auto best = closed_form();
+  EXPECT_LT((std::stod(result) - best) / best, 1e-2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(multiprocess_test, a_cluster_restarted_after_a_ps_kill_resumes_from_its_checkpoint) {
   auto dir = ::testing::TempDir() + "actrain_mp_ckpt_" + std::to_string(::getpid());
   std::vector<std::string> ckpt{"--checkpoint.dir=" + dir, "--checkpoint.every-steps=400"};
