@@ -352,10 +352,17 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     }
   }
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
-    if (st.cfg.shards[s].address() == dm.source && !st.finishing) {
-      fail_job(self, "shard " + std::to_string(s) + " went down");
-      return;
-    }
+    if (st.cfg.shards[s].address() != dm.source || st.finishing) continue;
+    auto why = "shard " + std::to_string(s) + " went down";
+    if (!st.cfg.shard_loss_recoverable) return fail_job(self, why);
+    // The caller restarts the job from its last checkpoint: nothing is told to stop.
+    st.result.error = why;
+    st.result.shard_lost = static_cast<std::int32_t>(s);
+    st.finishing = true;
+    st.train_seconds = st.elapsed();
+    if (st.done.pending()) st.done.deliver(st.result);
+    self->quit();
+    return;
   }
 }
 

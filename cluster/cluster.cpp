@@ -9,6 +9,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 #include <unistd.h>
@@ -402,7 +403,7 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
                         std::shared_ptr<const job_data> data, const topology& topo,
                         const cluster_members& members, const registrar_actor& reg,
                         const cluster_options& opts, node_hooks& hooks,
-                        std::shared_ptr<const checkpoint> resume) {
+                        std::shared_ptr<const checkpoint> resume, bool recover) {
   auto w = wire_fronts(sys, job, topo, members, opts, uses_chunking(job, opts));
   coordinator_config cc;
   cc.job = job;
@@ -412,6 +413,7 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
   cc.fronts = w.fronts;
   cc.workers = members.workers;
   cc.max_workers = joinable_workers(job, opts);
+  cc.shard_loss_recoverable = recover;
   auto name_of = [&](const caf::node_id& n) {
     auto it = members.names.find(n);
     return it != members.names.end() ? it->second : n == sys.node() ? "local" : "unregistered";
@@ -454,7 +456,7 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
 /// registrar (which stops every member) and unpublishes. Result: engine_result or sparse_result.
 template <class Result, class Drive>
 Result serve_cluster(caf::actor_system& sys, const job_spec& counts, const cluster_options& opts,
-                     node_hooks& hooks, Drive drive) {
+                     node_hooks& hooks, Drive drive, std::uint16_t* bound = nullptr) {
   auto members = std::make_shared<cluster_members>();
   net::node_scope in_process;
   auto reg =
@@ -478,6 +480,7 @@ Result serve_cluster(caf::actor_system& sys, const job_spec& counts, const clust
     return fail;
   }
   if (hooks.control) hooks.control->on_kill([reg] { caf::anon_send(reg, stop_atom::value); });
+  if (bound) *bound = *port;
   if (!opts.port_file.empty()) write_port_file(opts.port_file, *port);
   if (hooks.on_listening) hooks.on_listening(*port);
   std::string why;
@@ -487,6 +490,16 @@ Result serve_cluster(caf::actor_system& sys, const job_spec& counts, const clust
   Result result;
   if (complete) {
     result = drive(self, *members, reg);
+    bool recovering = false;
+    if constexpr (std::is_same_v<Result, engine_result>) recovering = result.shard_lost >= 0;
+    if (recovering) {
+      // The job restarts from its last checkpoint: the registrar goes without telling anyone
+      // to stop, so every node sees it go and registers again (rejoin-timeout).
+      self->send_exit(reg, caf::exit_reason::kill);
+      self->wait_for(reg);
+      net::unpublish(sys, reg.address(), *port);
+      return result;
+    }
     // Every node's bytes once its actors are down (each sends a final report then).
     self->request(reg, std::chrono::seconds(5), traffic_atom::value, result.ok)
         .receive([&](std::vector<observe::node_traffic>& n) { result.nodes = std::move(n); },
@@ -522,13 +535,37 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     hooks.on_event("shard slices up to " + std::to_string(max_slice_bytes(job)) +
                    " bytes cross nodes in chunks of " + std::to_string(opts.chunking.chunk_bytes) +
                    " bytes, " + std::to_string(opts.chunking.window) + " in flight");
-  return serve_cluster<engine_result>(sys, job, opts, hooks,
-                                      [&](caf::scoped_actor& self, const cluster_members& members,
-                                          const registrar_actor& reg) {
-                                        return drive_job(sys, self, job, std::move(data), topo,
-                                                         members, reg, opts, hooks,
-                                                         std::move(resume));
-                                      });
+  // With checkpoints and rejoin-timeout, a lost ps node does not end the job: once it is back
+  // (restarted with its command) the job goes on from the newest good checkpoint.
+  const bool recover = !job.checkpoint.dir.empty() && opts.rejoin_timeout.count() > 0;
+  auto round = opts;
+  for (;;) {
+    auto res = serve_cluster<engine_result>(
+        sys, job, round, hooks,
+        [&](caf::scoped_actor& self, const cluster_members& members, const registrar_actor& reg) {
+          return drive_job(sys, self, job, data, topo, members, reg, opts, hooks, resume, recover);
+        },
+        &round.port);
+    if (res.shard_lost < 0) return res;
+    checkpoint_store store(job.checkpoint.dir, std::max(1, job.checkpoint.keep));
+    std::vector<std::string> refused;
+    auto from = store.latest(job_fingerprint(job), &refused);
+    for (auto& why : refused)
+      if (hooks.on_event) hooks.on_event("refused checkpoint " + why);
+    if (!from) {
+      res.error += " and no good checkpoint of the job is in " + job.checkpoint.dir;
+      res.shard_lost = -1;
+      return res;
+    }
+    if (hooks.on_event)
+      hooks.on_event(res.error + ": the job goes on from checkpoint " +
+                     std::to_string(from->sequence) + " (" + std::to_string(from->samples) +
+                     " samples) once its ps node is back; waiting up to " +
+                     std::to_string(opts.rejoin_timeout.count()) +
+                     " ms ([cluster] rejoin-timeout)");
+    resume = std::make_shared<const checkpoint>(std::move(*from));
+    round.join_timeout = opts.rejoin_timeout;
+  }
 }
 
 sparse_result run_sparse_coordinator_node(caf::actor_system& sys, const sparse_job& job,

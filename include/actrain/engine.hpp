@@ -98,6 +98,10 @@ struct coordinator_config {
   /// Workers in all, joined ones included, the running job takes (join_worker_atom: a cluster's
   /// registrar forwards worker nodes that register beyond [job] workers). 0: none join.
   std::int32_t max_workers = 0;
+  /// A shard that goes down ends the run with engine_result::shard_lost and tells no worker,
+  /// front or shard (a coordinator node restarts the job from its last checkpoint once the lost
+  /// ps node is back). False: the job fails, every actor told why.
+  bool shard_loss_recoverable = false;
   engine_hooks hooks;
   /// When set, the job continues from this checkpoint: the shards are restored, every worker
   /// replays its readers to the cut, and the history and counts go on from there.

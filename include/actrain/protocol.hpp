@@ -171,6 +171,9 @@ struct engine_result {
   std::int64_t bytes_received = 0;
   /// Across nodes: every node's bytes on its TCP connections, per peer (empty in one process).
   std::vector<observe::node_traffic> nodes{};
+  /// The shard whose loss ended the run when the coordinator was told to leave that to its
+  /// caller (coordinator_config::shard_loss_recoverable); -1: none.
+  std::int32_t shard_lost = -1;
 };
 
 /// One piece of a large tensor crossing nodes: elements [offset, offset + part.size()) of a
@@ -365,7 +368,7 @@ typename Inspector::result_type inspect(Inspector& f, engine_result& x) {
            x.history, wire_bits(x.seconds), x.samples, wire_bits(x.samples_per_s), x.test,
            x.staleness_histogram, x.shards, x.workers_lost, x.checkpoints, x.checkpoints_skipped,
            x.last_checkpoint, wire_bits(x.checkpoint_write_s), x.checkpoint_bytes, x.bytes_pushed,
-           x.bytes_received, x.nodes);
+           x.bytes_received, x.nodes, x.shard_lost);
 }
 
 template <class Inspector>

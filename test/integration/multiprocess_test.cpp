@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,6 +114,35 @@ struct multiprocess_test : ::testing::Test, test::process_group {
     for (auto role : {"ps", "ps", "worker", "worker", "worker"})
       spawn(role, with({"--cluster.port=" + port}));
     return coord;
+  }
+
+  /// start_cluster with the coordinator on a fixed port below the ephemeral range (32768-60999
+  /// here), for tests where nodes dial it again after it went away: a node dialling a port that
+  /// is closed for a while could otherwise be given that very port as its own source port and
+  /// connect to itself (TCP self-connect); operators' fixed ports do not invite that either.
+  /// Sets `port`; returns the coordinator's index in kids.
+  std::size_t start_cluster_on_fixed_port(const std::vector<std::string>& extra,
+                                          std::string& port) {
+    std::size_t coord = 0;
+    for (int attempt = 0; attempt < 5 && port.empty(); ++attempt) {
+      auto p = std::to_string(20000 + (::getpid() * 7 + attempt * 977) % 12000);
+      auto args = extra;
+      args.push_back("--cluster.port=" + p);
+      coord = spawn("coordinator", args);
+      if (!wait_for_line(coord, "listening on port ", 20s).empty()) port = p;
+    }
+    if (port.empty()) throw std::runtime_error("no coordinator listened: " + kids[coord].text);
+    for (auto role : {"ps", "ps", "worker", "worker", "worker"}) {
+      auto args = extra;
+      args.push_back("--cluster.port=" + port);
+      spawn(role, args);
+    }
+    return coord;
+  }
+
+  /// Prints every process's output (a test that failed midway).
+  void dump_all() const {
+    for (auto& k : kids) std::cerr << "---\n" << k.text;
   }
 };
 
@@ -322,7 +352,10 @@ TEST_F(multiprocess_test, sigterm_of_a_ps_node_stops_the_job_after_a_last_checkp
 // own last line says the job completed) and the job reaches the closed form with every process
 // exiting 0.
 TEST_F(multiprocess_test, a_worker_process_started_mid_run_joins_the_job_and_trains) {
-  auto coord = start_cluster();
+  // 5 ms a step on the first three (about a second an epoch): the joiner, whose process takes a
+  // second or more to start on a loaded machine, comes in well before the last epoch (CI once
+  // saw it join in the last epoch of an undelayed run, with nothing left to give).
+  auto coord = start_cluster({"--cluster.worker-delay=0.005"});
   auto port = wait_for_line(coord, "listening on port ", 0s);
   ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
   auto joiner = spawn("worker", {"--cluster.port=" + port, "--cluster.name=joiner"});
@@ -348,21 +381,8 @@ TEST_F(multiprocess_test, a_killed_coordinator_restarted_with_resume_completes_t
   auto dir = ::testing::TempDir() + "actrain_mp_rejoin_" + std::to_string(::getpid());
   std::vector<std::string> ckpt{"--checkpoint.dir=" + dir, "--checkpoint.every-steps=400",
                                 "--cluster.rejoin-timeout=30000"};
-  // A fixed port below the ephemeral range (32768-60999 here): nodes dialling a port that is
-  // closed for a while could otherwise be given that very port as their own source port and
-  // connect to themselves (TCP self-connect), as operators' fixed ports do not invite either.
-  std::size_t coord = 0;
   std::string port;
-  for (int attempt = 0; attempt < 5 && port.empty(); ++attempt) {
-    auto p = std::to_string(20000 + (::getpid() * 7 + attempt * 977) % 12000);
-    auto args = ckpt;
-    args.push_back("--cluster.port=" + p);
-    coord = spawn("coordinator", args);
-    if (!wait_for_line(coord, "listening on port ", 20s).empty()) port = p;
-  }
-  ASSERT_FALSE(port.empty()) << kids[coord].text;
-  for (auto role : {"ps", "ps", "worker", "worker", "worker"})
-    spawn(role, {ckpt[0], ckpt[1], ckpt[2], "--cluster.port=" + port});
+  auto coord = start_cluster_on_fixed_port(ckpt, port);
   ASSERT_FALSE(wait_for_line(coord, "checkpoint written: ", 40s).empty()) << kids[coord].text;
   ASSERT_EQ(::kill(kids[coord].pid, SIGKILL), 0);
   ASSERT_EQ(kids[coord].text.find("result: "), std::string::npos) << "the job ended first";
@@ -375,13 +395,52 @@ TEST_F(multiprocess_test, a_killed_coordinator_restarted_with_resume_completes_t
   EXPECT_FALSE(wait_for_line(again, "resuming from checkpoint ", 20s).empty()) << kids[again].text;
   auto result = wait_for_line(again, "result: train loss ", 60s);
   if (result.empty()) {
-    for (auto& k : kids) std::cerr << "---\n" << k.text;
+    dump_all();
     FAIL() << "the restarted coordinator did not complete the job";
   }
   ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
   EXPECT_TRUE(WIFSIGNALED(kids[coord].status));
   for (std::size_t k = coord + 1; k < kids.size(); ++k)
     EXPECT_TRUE(WIFEXITED(kids[k].status) && WEXITSTATUS(kids[k].status) == 0) << kids[k].text;
+  auto best = closed_form();
+  EXPECT_LT((std::stod(result) - best) / best, 1e-2);
+  std::filesystem::remove_all(dir);
+}
+
+// A ps process killed mid-run (kill -9) with checkpoints and [cluster] rejoin-timeout: the
+// coordinator keeps running, every other node waits, and once the ps is restarted with the same
+// command the job goes on from the newest checkpoint (what was trained since is lost) and
+// completes near the closed form; every process but the killed one exits 0.
+TEST_F(multiprocess_test, a_killed_ps_restarted_with_its_command_resumes_the_job_from_its_checkpoint) {
+  auto dir = ::testing::TempDir() + "actrain_mp_psback_" + std::to_string(::getpid());
+  std::vector<std::string> ckpt{"--checkpoint.dir=" + dir, "--checkpoint.every-steps=400",
+                                "--cluster.rejoin-timeout=30000"};
+  std::string port;
+  auto coord = start_cluster_on_fixed_port(ckpt, port);
+  ASSERT_FALSE(wait_for_line(coord, "checkpoint written: ", 40s).empty()) << kids[coord].text;
+  auto victim = coord + 1;  // the first ps process
+  ASSERT_EQ(::kill(kids[victim].pid, SIGKILL), 0);
+  auto waiting = wait_for_line(coord, "once its ps node is back", 15s);
+  if (waiting.empty()) {
+    dump_all();
+    FAIL() << "the coordinator did not wait for the ps node";
+  }
+  EXPECT_EQ(kids[coord].text.find("job failed"), std::string::npos) << kids[coord].text;
+  auto args = ckpt;
+  args.push_back("--cluster.port=" + port);
+  auto back = spawn("ps", args);
+  auto result = wait_for_line(coord, "result: train loss ", 60s);
+  if (result.empty()) {
+    dump_all();
+    FAIL() << "the job did not complete after the ps came back";
+  }
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  EXPECT_TRUE(WIFSIGNALED(kids[victim].status));
+  for (std::size_t k = 0; k < kids.size(); ++k) {
+    if (k == victim) continue;
+    EXPECT_TRUE(WIFEXITED(kids[k].status) && WEXITSTATUS(kids[k].status) == 0) << kids[k].text;
+  }
+  EXPECT_NE(kids[back].text.find("ps "), std::string::npos) << kids[back].text;
   auto best = closed_form();
   EXPECT_LT((std::stod(result) - best) / best, 1e-2);
   std::filesystem::remove_all(dir);
