@@ -226,12 +226,14 @@ node_outcome rejoining(const cluster_options& opts, const std::shared_ptr<node_c
     auto index = out.index;
     auto deadline = steady_clock::now() + opts.rejoin_timeout;
     auto again = opts;
-    // A coordinator coming back may close a first connection mid-handshake (still starting):
-    // registration is tried again until the deadline, not only the connection.
+    // A coordinator coming back may close a first connection mid-handshake (still starting),
+    // and a hello may reach a registrar that was just withdrawn and never answer: registration
+    // is tried again, each attempt bounded by 5 s, until the deadline.
     for (;;) {
-      again.join_timeout = std::max(std::chrono::milliseconds(1),
-                                    std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        deadline - steady_clock::now()));
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                        steady_clock::now());
+      again.join_timeout = std::clamp(left, std::chrono::milliseconds(1),
+                                      std::chrono::milliseconds(5000));
       out = life(again);
       if (out.index >= 0 || steady_clock::now() >= deadline || killed()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -111,12 +111,13 @@ worker_config watched_worker(std::shared_ptr<dataset> data, std::chrono::millise
   return wc;
 }
 
-std::shared_ptr<dataset> small_data() {
+/// `rows` rows of 2 features, every feature 1 and every target 0.
+std::shared_ptr<dataset> small_data(int rows = 40) {
   auto d = std::make_shared<dataset>();
-  d->rows = 40;
+  d->rows = rows;
   d->features = 2;
-  d->x.assign(80, 1.f);
-  d->y.assign(40, 0.f);
+  d->x.assign(static_cast<std::size_t>(2 * rows), 1.f);
+  d->y.assign(static_cast<std::size_t>(rows), 0.f);
   return d;
 }
 
@@ -153,11 +154,7 @@ void start_watched_worker(testing::deterministic_system& ds, caf::scoped_actor& 
 TEST(worker_test, a_release_gives_up_the_epochs_not_started_and_the_worker_walks_what_it_kept) {
   testing::deterministic_system ds;
   caf::scoped_actor self{*ds.sys};
-  auto data = std::make_shared<dataset>();
-  data->rows = 100;
-  data->features = 2;
-  data->x.assign(200, 1.f);
-  data->y.assign(100, 0.f);
+  auto data = small_data(100);
   auto fake = ds.sys->spawn(holding_shard, std::size_t{3});
   worker_actor w = ds.sys->spawn(worker, watched_worker(data, std::chrono::seconds(3600)));
   worker_assignment a;

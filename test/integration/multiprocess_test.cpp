@@ -140,6 +140,19 @@ struct multiprocess_test : ::testing::Test, test::process_group {
     return coord;
   }
 
+  /// A cluster that checkpoints into `dir` every 400 steps and whose nodes wait for each other
+  /// (rejoin-timeout 30 s), on a fixed port (set), once it wrote its first checkpoint. `args`:
+  /// what every process got (a restarted one gets the same).
+  std::size_t start_recoverable_cluster(const std::string& dir, std::vector<std::string>& args,
+                                        std::string& port) {
+    args = {"--checkpoint.dir=" + dir, "--checkpoint.every-steps=400",
+            "--cluster.rejoin-timeout=30000"};
+    auto coord = start_cluster_on_fixed_port(args, port);
+    if (wait_for_line(coord, "checkpoint written: ", 40s).empty())
+      throw std::runtime_error("no checkpoint was written: " + kids[coord].text);
+    return coord;
+  }
+
   /// Prints every process's output (a test that failed midway).
   void dump_all() const {
     for (auto& k : kids) std::cerr << "---\n" << k.text;
@@ -379,11 +392,9 @@ TEST_F(multiprocess_test, a_worker_process_started_mid_run_joins_the_job_and_tra
 // shards and workers), and the job completes near the closed form with every one exiting 0.
 TEST_F(multiprocess_test, a_killed_coordinator_restarted_with_resume_completes_the_job_with_the_same_nodes) {
   auto dir = ::testing::TempDir() + "actrain_mp_rejoin_" + std::to_string(::getpid());
-  std::vector<std::string> ckpt{"--checkpoint.dir=" + dir, "--checkpoint.every-steps=400",
-                                "--cluster.rejoin-timeout=30000"};
+  std::vector<std::string> ckpt;
   std::string port;
-  auto coord = start_cluster_on_fixed_port(ckpt, port);
-  ASSERT_FALSE(wait_for_line(coord, "checkpoint written: ", 40s).empty()) << kids[coord].text;
+  auto coord = start_recoverable_cluster(dir, ckpt, port);
   ASSERT_EQ(::kill(kids[coord].pid, SIGKILL), 0);
   ASSERT_EQ(kids[coord].text.find("result: "), std::string::npos) << "the job ended first";
   for (std::size_t k = coord + 1; k < kids.size(); ++k)
@@ -413,11 +424,9 @@ TEST_F(multiprocess_test, a_killed_coordinator_restarted_with_resume_completes_t
 // completes near the closed form; every process but the killed one exits 0.
 TEST_F(multiprocess_test, a_killed_ps_restarted_with_its_command_resumes_the_job_from_its_checkpoint) {
   auto dir = ::testing::TempDir() + "actrain_mp_psback_" + std::to_string(::getpid());
-  std::vector<std::string> ckpt{"--checkpoint.dir=" + dir, "--checkpoint.every-steps=400",
-                                "--cluster.rejoin-timeout=30000"};
+  std::vector<std::string> ckpt;
   std::string port;
-  auto coord = start_cluster_on_fixed_port(ckpt, port);
-  ASSERT_FALSE(wait_for_line(coord, "checkpoint written: ", 40s).empty()) << kids[coord].text;
+  auto coord = start_recoverable_cluster(dir, ckpt, port);
   auto victim = coord + 1;  // the first ps process
   ASSERT_EQ(::kill(kids[victim].pid, SIGKILL), 0);
   auto waiting = wait_for_line(coord, "once its ps node is back", 15s);
