@@ -143,6 +143,24 @@ void plan_sync_evaluations(coordinator_self self, std::int64_t rows, int n);
 /// (0: no test set to judge by).
 double diverged_loss_bound(const model_spec& m, const dataset& test);
 
+// Membership (coordinator_members.cpp).
+/// Hands worker `w` these rows for `epochs` passes (after `skip` batches: a resume's replay) and
+/// records them in its list (what a checkpoint saves).
+void assign(coordinator_self self, std::size_t w, std::vector<shard_range_t> rows,
+            std::int64_t epochs, std::int64_t skip = 0);
+/// A worker is gone: its rows are spread over every live worker (each gets a contiguous part of
+/// each of its ranges, the least loaded the larger parts), walked for the epochs it had left.
+void reassign(coordinator_self self, std::size_t lost, const caf::error& reason);
+/// A worker joined the running job (join_worker_atom): the others release a share of the epochs
+/// they have not started, which becomes its rows.
+void join_worker(coordinator_self self, std::int32_t index, worker_actor h,
+                 const std::string& node);
+/// Worker w will push no more (finished or lost): barriers stop waiting for it.
+void tell_fronts_leave(coordinator_self self, std::size_t w);
+/// Ends training once every live worker finished (the final evaluation), or fails the job when
+/// none is left.
+void maybe_done(coordinator_self self);
+
 // The job's end (coordinator.cpp).
 /// The job is over: a last checkpoint (when the job takes them), then the result.
 void finish(coordinator_self self);

@@ -1,0 +1,195 @@
+// The coordinator's membership: handing out rows, spreading a lost worker's rows over the
+// others, and taking in a worker that joins the running job (actors/coordinator.hpp).
+#include "actors/coordinator.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+
+namespace actrain {
+
+using self_ptr = coordinator_self;
+
+void assign(self_ptr self, std::size_t w, std::vector<shard_range_t> rows, std::int64_t epochs,
+            std::int64_t skip) {
+  auto& st = self->state;
+  auto& track = st.workers[w];
+  if (track.work.empty()) track.first_step = track.step;
+  for (auto& r : rows) track.work.push_back({r.begin, r.end, epochs});
+  worker_assignment a;
+  a.skip = skip;
+  a.worker = static_cast<std::int32_t>(w);
+  a.shards = st.cfg.fronts;
+  a.ranges = st.cfg.ranges;
+  a.rows = rows;
+  a.epochs = epochs;
+  a.start_step = track.step;
+  a.reports_to = caf::actor_cast<caf::actor>(self);
+  for (auto& r : rows) track.assigned_samples += (r.end - r.begin) * epochs;
+  track.rows.insert(track.rows.end(), rows.begin(), rows.end());
+  track.finished = false;
+  self->send(track.handle, assign_atom::value, std::move(a));
+}
+
+void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
+  auto& st = self->state;
+  auto& t = st.workers[lost];
+  t.alive = false;
+  st.last_loss_reason = "worker " + std::to_string(lost) + ": " + describe_error(reason);
+  tell_fronts_leave(self, lost);
+  st.result.workers_lost += 1;
+  std::int64_t rows = 0;
+  for (auto& r : t.rows) rows += r.end - r.begin;
+  auto left = t.assigned_samples - t.done_samples;
+  std::ostringstream line;
+  line << "worker " << lost << " lost at step " << t.step << " (" << describe_error(reason) << ")";
+  std::vector<std::size_t> live;
+  for (std::size_t i = 0; i < st.workers.size(); ++i)
+    if (st.workers[i].alive) live.push_back(i);
+  auto to_do = [&st](std::size_t i) {
+    return st.workers[i].assigned_samples - st.workers[i].done_samples;
+  };
+  std::stable_sort(live.begin(), live.end(),
+                   [&](std::size_t a, std::size_t b) { return to_do(a) < to_do(b); });
+  if (left > 0 && rows > 0 && !live.empty()) {
+    auto epochs = (left + rows - 1) / rows;
+    std::vector<std::vector<shard_range_t>> parts(live.size());
+    auto moved = t.rows;
+    for (auto& r : moved) {
+      auto n = r.end - r.begin;
+      auto k = static_cast<int>(std::min<std::int64_t>(static_cast<std::int64_t>(live.size()), n));
+      for (int i = 0; i < k; ++i) {
+        auto p = shard_range(n, k, i);
+        parts[static_cast<std::size_t>(i)].push_back({r.begin + p.first, r.begin + p.second});
+      }
+    }
+    line << "; its rows (" << rows << ", " << epochs << " epoch(s) left) go to worker";
+    if (live.size() > 1) line << "s";
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      if (parts[i].empty()) continue;
+      line << (i == 0 ? " " : ", ") << live[i];
+      assign(self, live[i], parts[i], epochs);
+    }
+  }
+  self->state.event(line.str());
+  maybe_done(self);
+}
+
+namespace {
+
+/// A joined worker's first step: the slowest live worker's (a sync barrier answers a step at or
+/// before its own, an ssp barrier does not wait on a newcomer ahead of the others).
+std::int64_t joining_step(const coordinator_state& st, std::size_t joiner) {
+  std::int64_t step = -1;
+  for (std::size_t i = 0; i < st.workers.size(); ++i) {
+    auto& t = st.workers[i];
+    if (i == joiner || !t.alive || t.finished) continue;
+    step = step < 0 ? t.step : std::min(step, t.step);
+  }
+  return std::max<std::int64_t>(0, step);
+}
+
+/// Why a worker's release cannot be true of its list (`listed`: its entries when asked), or "".
+std::string check_release(const coordinator_state& st, std::size_t listed, const released_work& r) {
+  auto rows = train_rows(*st.cfg.data);
+  if (r.replaced < 0 || static_cast<std::size_t>(r.replaced) > listed)
+    return "replaces " + std::to_string(r.replaced) + " of its " + std::to_string(listed) +
+           " assignments";
+  for (auto* list : {&r.kept, &r.given})
+    for (auto& w : *list)
+      if (w.begin < 0 || w.begin >= w.end || w.end > rows || w.epochs < 1 ||
+          w.epochs > st.cfg.job.epochs)
+        return "names rows [" + std::to_string(w.begin) + ", " + std::to_string(w.end) + ") for " +
+               std::to_string(w.epochs) + " epoch(s)";
+  return {};
+}
+
+/// Donor `d`'s list takes its released entries in place of the ones it replaced; the joiner
+/// gets what it gave up. Returns the samples moved.
+std::int64_t take_released(self_ptr self, std::size_t d, std::size_t listed, std::size_t joiner,
+                           released_work& r) {
+  auto& st = self->state;
+  auto& t = st.workers[d];
+  auto first = t.work.begin() + static_cast<std::ptrdiff_t>(listed - static_cast<std::size_t>(r.replaced));
+  first = t.work.erase(first, first + r.replaced);
+  t.work.insert(first, r.kept.begin(), r.kept.end());
+  std::int64_t moved = 0;
+  for (auto& g : r.given) moved += (g.end - g.begin) * g.epochs;
+  t.assigned_samples -= moved;
+  // A later loss of this worker spreads what it still walks.
+  t.rows.clear();
+  for (auto& k : r.kept) t.rows.push_back({k.begin, k.end});
+  // A joiner lost meanwhile: the donor walks its rows after all.
+  auto to = st.workers[joiner].alive ? joiner : d;
+  for (auto& g : r.given) assign(self, to, {shard_range_t{g.begin, g.end}}, g.epochs);
+  return to == joiner ? moved : 0;
+}
+
+}  // namespace
+
+void join_worker(self_ptr self, std::int32_t index, worker_actor h, const std::string& node) {
+  auto& st = self->state;
+  auto j = static_cast<std::size_t>(index);
+  if (!h || index < static_cast<std::int32_t>(st.cfg.workers.size()) || index >= st.cfg.max_workers ||
+      (j < st.workers.size() && st.workers[j].handle))
+    return;  // not a slot a worker may join (the first ones are never replaced)
+  if (st.finishing || st.stopping) {
+    self->send(h, stop_atom::value);
+    return;
+  }
+  if (!st.training) {
+    st.early_joins.emplace_back(index, std::move(h), node);
+    return;
+  }
+  if (st.workers.size() <= j) {
+    st.workers.resize(j + 1);
+    for (auto& t : st.workers)
+      if (!t.handle) t.alive = false;  // a slot whose worker has not joined yet
+  }
+  if (st.cfg.worker_nodes.size() <= j) st.cfg.worker_nodes.resize(j + 1, "local");
+  st.cfg.worker_nodes[j] = node;
+  auto& t = st.workers[j];
+  t.handle = h;
+  t.alive = true;
+  t.finished = false;
+  t.step = joining_step(st, j);
+  t.last_report = st.now();
+  t.rate_since = t.last_report;
+  self->monitor(h);
+  std::vector<std::size_t> donors;
+  for (std::size_t i = 0; i < st.workers.size(); ++i)
+    if (i != j && st.workers[i].alive && !st.workers[i].finished) donors.push_back(i);
+  auto share = static_cast<std::int32_t>(donors.size() + 1);
+  auto left = std::make_shared<std::size_t>(donors.size());
+  auto moved = std::make_shared<std::int64_t>(0);
+  auto done = [self, j, index, node, left, moved] {
+    if (--*left > 0) return;
+    auto& st = self->state;
+    std::ostringstream line;
+    line << "worker " << index << " ('" << node << "') joined at step " << st.workers[j].step
+         << " and takes " << *moved << " samples of the others' work";
+    st.event(line.str());
+    if (st.workers[j].alive && st.workers[j].work.empty()) assign(self, j, {}, 0);
+  };
+  if (donors.empty()) {
+    *left = 1;
+    done();
+    return;
+  }
+  for (auto d : donors) {
+    auto listed = st.workers[d].work.size();
+    self->request(st.workers[d].handle, coordinator_request_timeout, release_atom::value, share)
+        .then(
+            [self, d, listed, j, moved, done](released_work& r) {
+              auto& st = self->state;
+              if (auto why = check_release(st, listed, r); !why.empty())
+                st.event("ignored worker " + std::to_string(d) + "'s release: it " + why);
+              else if (st.workers[d].alive && !st.finishing)
+                *moved += take_released(self, d, listed, j, r);
+              done();
+            },
+            [done](caf::error&) { done(); });
+  }
+}
+
+}  // namespace actrain
