@@ -26,6 +26,8 @@ void maybe_done(self_ptr self) {
     any_alive = true;
     if (!w.finished) return;
   }
+  for (auto w : st.revive) self->send(st.workers[w].handle, stop_atom::value);
+  st.revive.clear();
   st.finishing = true;
   st.train_seconds = st.elapsed();
   if (!any_alive) {
@@ -115,6 +117,8 @@ void fail_job(self_ptr self, std::string why, errc code) {
   auto reason = make_error(code, st.result.error);
   for (auto& w : st.workers)
     if (w.alive) self->send_exit(w.handle, reason);
+  for (auto w : st.revive) self->send_exit(st.workers[w].handle, reason);
+  st.revive.clear();
   for (auto& f : st.cfg.fronts) self->send_exit(f, reason);
   for (auto& s : st.cfg.shards) self->send_exit(s, reason);
   self->quit();
@@ -150,6 +154,11 @@ std::string fatal_worker_failure(std::size_t i, const caf::error& reason, float 
 /// another), a shard ends the job.
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
+  for (auto it = st.revive.begin(); it != st.revive.end(); ++it)
+    if (st.workers[*it].handle.address() == dm.source) {
+      st.revive.erase(it);  // lost again before it took its share: nothing of the job is its
+      return;
+    }
   for (std::size_t i = 0; i < st.workers.size(); ++i) {
     if (st.workers[i].alive && st.workers[i].handle.address() == dm.source) {
       if (st.finishing) {
@@ -214,10 +223,11 @@ void begin_training(self_ptr self) {
     auto& saved = from->workers[w];
     auto& t = st.workers[w];
     if (!saved.alive || saved.work.empty()) {
-      // Lost before the cut: its rows were handed to others, who replay them.
+      // Lost before the cut: its rows were handed to others, who replay them. The worker now in
+      // its slot takes a share of what is left once they did (maybe_revive).
       t.alive = false;
       tell_fronts_leave(self, w);
-      self->send(t.handle, stop_atom::value);
+      st.revive.push_back(w);
       continue;
     }
     t.step = saved.step;
@@ -228,6 +238,7 @@ void begin_training(self_ptr self) {
     }
     t.first_step = saved.start_step;  // assign() took the cut's step for it
   }
+  if (from) spread_joined_slots(self, *from);
   if (st.writer && st.cfg.job.mode == "sync" && st.cfg.job.checkpoint.every_steps > 0)
     take_checkpoint(self, (from ? std::max<std::int64_t>(0, from->step) : 0) +
                               st.cfg.job.checkpoint.every_steps);
@@ -349,6 +360,7 @@ void on_progress(self_ptr self, const progress_report& r) {
     st.updates_at_checkpoint = st.updates;
     take_checkpoint(self, -1);
   }
+  maybe_revive(self);
   maybe_done(self);
 }
 

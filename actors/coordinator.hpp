@@ -92,6 +92,9 @@ struct coordinator_state {
   bool training = false;              ///< rows are handed out (after a resume's restore)
   /// Workers that joined before training began: they join once it does.
   std::vector<std::tuple<std::int32_t, worker_actor, std::string>> early_joins;
+  /// Resumed slots whose worker was lost before the cut: the node now in the slot takes a share
+  /// of the others' rows, as a joining worker does, once they replayed to the cut (maybe_revive).
+  std::vector<std::size_t> revive;
   std::int64_t updates_at_checkpoint = 0;
   double seconds_at_checkpoint = 0;
 };
@@ -155,6 +158,16 @@ void reassign(coordinator_self self, std::size_t lost, const caf::error& reason)
 /// they have not started, which becomes its rows.
 void join_worker(coordinator_self self, std::int32_t index, worker_actor h,
                  const std::string& node);
+/// Worker `h` takes slot `j` and a share of the others' rows (a join, or a revived slot).
+void take_in(coordinator_self self, std::size_t j, worker_actor h, const std::string& node,
+             bool monitor);
+/// The slots in `revive` take their share once every other live worker reported since the
+/// resume (a worker still replaying to the cut has nothing it can release yet).
+void maybe_revive(coordinator_self self);
+/// Resuming a checkpoint taken after workers joined (slots beyond [job] workers): those slots
+/// come back empty, and what each had left at the cut is spread over the others as a lost
+/// worker's is. Their nodes, registering again, join afresh.
+void spread_joined_slots(coordinator_self self, const checkpoint& from);
 /// Worker w will push no more (finished or lost): barriers stop waiting for it.
 void tell_fronts_leave(coordinator_self self, std::size_t w);
 /// Ends training once every live worker finished (the final evaluation), or fails the job when

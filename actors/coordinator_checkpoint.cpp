@@ -192,12 +192,9 @@ std::string resume_mismatch(const coordinator_state& st, const checkpoint& c) {
   if (c.shards.size() != st.cfg.fronts.size())
     return "the checkpoint holds " + std::to_string(c.shards.size()) + " shards, the job has " +
            std::to_string(st.cfg.fronts.size());
-  if (c.workers.size() > st.workers.size())
-    return "the checkpoint holds " + std::to_string(c.workers.size()) + " workers, the job has " +
-           std::to_string(st.workers.size()) +
-           " (workers that joined the running job are saved with it: resume with [job] workers = " +
-           std::to_string(c.workers.size()) + ")";
-  if (c.workers.size() != st.workers.size())
+  // More workers than the job's (some joined the running job): their slots are spread over the
+  // others at the resume (spread_joined_slots). Fewer cannot be: the count is in the job.
+  if (c.workers.size() < st.workers.size())
     return "the checkpoint holds " + std::to_string(c.workers.size()) + " workers, the job has " +
            std::to_string(st.workers.size());
   return {};

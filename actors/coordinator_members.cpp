@@ -141,6 +141,12 @@ void join_worker(self_ptr self, std::int32_t index, worker_actor h, const std::s
     st.early_joins.emplace_back(index, std::move(h), node);
     return;
   }
+  take_in(self, j, std::move(h), node, true);
+}
+
+void take_in(self_ptr self, std::size_t j, worker_actor h, const std::string& node, bool monitor) {
+  auto& st = self->state;
+  auto index = static_cast<std::int32_t>(j);
   if (st.workers.size() <= j) {
     st.workers.resize(j + 1);
     for (auto& t : st.workers)
@@ -149,13 +155,12 @@ void join_worker(self_ptr self, std::int32_t index, worker_actor h, const std::s
   if (st.cfg.worker_nodes.size() <= j) st.cfg.worker_nodes.resize(j + 1, "local");
   st.cfg.worker_nodes[j] = node;
   auto& t = st.workers[j];
+  t = worker_track{};  // a slot may hold a resumed checkpoint's leftovers (spread_joined_slots)
   t.handle = h;
-  t.alive = true;
-  t.finished = false;
   t.step = joining_step(st, j);
   t.last_report = st.now();
   t.rate_since = t.last_report;
-  self->monitor(h);
+  if (monitor) self->monitor(h);
   std::vector<std::size_t> donors;
   for (std::size_t i = 0; i < st.workers.size(); ++i)
     if (i != j && st.workers[i].alive && !st.workers[i].finished) donors.push_back(i);
@@ -189,6 +194,55 @@ void join_worker(self_ptr self, std::int32_t index, worker_actor h, const std::s
               done();
             },
             [done](caf::error&) { done(); });
+  }
+}
+
+void maybe_revive(self_ptr self) {
+  auto& st = self->state;
+  if (st.revive.empty() || st.finishing || st.stopping) return;
+  for (std::size_t i = 0; i < st.workers.size(); ++i) {
+    auto& t = st.workers[i];
+    if (t.alive && !t.finished && t.done_samples == 0) return;  // not past its replay yet
+  }
+  auto slots = std::move(st.revive);
+  st.revive.clear();
+  for (auto w : slots) {
+    auto h = st.workers[w].handle;
+    auto node = w < st.cfg.worker_nodes.size() ? st.cfg.worker_nodes[w] : std::string{"local"};
+    take_in(self, w, std::move(h), node, false);
+  }
+}
+
+void spread_joined_slots(self_ptr self, const checkpoint& from) {
+  auto& st = self->state;
+  auto first = st.workers.size();
+  if (from.workers.size() <= first) return;
+  st.workers.resize(from.workers.size());
+  for (auto w = first; w < st.workers.size(); ++w) st.workers[w].alive = false;
+  if (st.cfg.worker_nodes.size() < st.workers.size())
+    st.cfg.worker_nodes.resize(st.workers.size(), "joined before the checkpoint");
+  for (auto w = first; w < st.workers.size(); ++w) {
+    auto& saved = from.workers[w];
+    auto& t = st.workers[w];
+    if (!saved.alive || saved.work.empty()) continue;
+    t.alive = true;
+    t.step = saved.step;
+    t.first_step = saved.start_step;
+    t.work = saved.work;
+    for (auto& r : saved.work) {
+      t.rows.push_back({r.begin, r.end});
+      t.assigned_samples += (r.end - r.begin) * r.epochs;
+    }
+    // Its batches since its first step, full ones: a range's last short batch per epoch may be
+    // counted whole (a few rows not trained again), as a lost worker's last report may be late.
+    t.done_samples = std::min(t.assigned_samples,
+                              std::max<std::int64_t>(0, saved.step - saved.start_step) *
+                                  static_cast<std::int64_t>(st.cfg.job.batch));
+    reassign(self, w,
+             make_error(errc::node_down, "it joined the job before checkpoint " +
+                                             std::to_string(from.sequence) +
+                                             " and the job resumes with [job] workers = " +
+                                             std::to_string(first)));
   }
 }
 

@@ -420,7 +420,7 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
   };
   for (auto& wk : members.workers) cc.worker_nodes.push_back(name_of(wk.node()));
   for (auto& sh : members.shards) cc.shard_nodes.push_back(name_of(sh.node()));
-  cc.hooks = std::move(hooks.engine);
+  cc.hooks = hooks.engine;  // a copy: a ps node's recovery runs the job again with them
   cc.resume = std::move(resume);
   auto coord = sys.spawn(coordinator, std::move(cc));
   if (hooks.control) {

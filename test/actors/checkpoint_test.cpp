@@ -20,11 +20,11 @@ using checkpoint_jobs = test::temp_dir_test;
 
 /// One job in an actor system of its own.
 engine_result run(const job_spec& job, std::shared_ptr<const job_data> data,
-                  std::shared_ptr<const checkpoint> resume = nullptr) {
+                  std::shared_ptr<const checkpoint> resume = nullptr, engine_hooks hooks = {}) {
   caf::actor_system_config cfg;
   prepare_config(cfg);
   caf::actor_system sys{cfg};
-  return run_job(sys, job, std::move(data), {}, std::move(resume));
+  return run_job(sys, job, std::move(data), std::move(hooks), std::move(resume));
 }
 
 std::shared_ptr<job_data> data_for(job_spec& job) {
@@ -132,6 +132,62 @@ TEST_F(checkpoint_jobs, a_resumed_async_job_trains_every_row_and_converges) {
     EXPECT_LE(resumed.shards[s].version, full.shards[s].version + 2 * 12) << s;
   }
   // The same job from a cut: as close to least squares as the uninterrupted run.
+  EXPECT_LT(resumed.test.loss, full.test.loss * 1.5 + 1e-4)
+      << "full " << full.test.loss << " resumed " << resumed.test.loss;
+}
+
+// A cluster checkpoints after a worker joined (a slot beyond [job] workers), then its
+// coordinator is restarted with --resume and the same [job] workers: the joined slot comes back
+// empty and what it had left at the cut goes to the others, as a lost worker's rows do. Here the
+// slot is the third worker of a 3-worker run, resumed as a 2-worker job (the checkpoint is given
+// that job's fingerprint: a slot beyond [job] workers is what a joined worker leaves in it).
+TEST_F(checkpoint_jobs, a_checkpoint_with_joined_workers_resumes_with_their_rows_spread) {
+  auto job = test::small_linear_job(3);
+  job.name = "resume-joined";
+  job.checkpoint.dir = (dir_ / "full").string();
+  job.checkpoint.every_steps = 100;
+  job.checkpoint.keep = 100;
+  auto data = data_for(job);
+  auto full = run(job, data);
+  ASSERT_TRUE(full.ok) << full.error;
+  checkpoint_store store(job.checkpoint.dir, 100);
+  std::shared_ptr<checkpoint> mid;
+  for (auto& f : store.files()) {  // newest first: take the earliest cut where worker 2 trained
+    auto c = load_checkpoint(f);
+    if (c.samples > 0 && c.samples < full.samples && c.workers.size() == 3 &&
+        c.workers[2].alive && c.workers[2].step > c.workers[2].start_step)
+      mid = std::make_shared<checkpoint>(std::move(c));
+  }
+  ASSERT_NE(mid, nullptr) << "no mid-run cut where worker 2 had trained";
+  auto two = job;
+  two.workers = 2;
+  two.checkpoint.dir = (dir_ / "resumed").string();
+  mid->job = job_fingerprint(two);
+  std::vector<std::string> events;
+  engine_hooks hooks;
+  hooks.on_event = [&events](const std::string& e) { events.push_back(e); };
+  auto resumed = run(two, data, mid, hooks);  // run_job returns after its last event
+  ASSERT_TRUE(resumed.ok) << resumed.error;
+  std::string spread;
+  for (auto& e : events)
+    if (e.find("worker 2 lost at step " + std::to_string(mid->workers[2].step) +
+               " (actrain.node_down: it joined the job before checkpoint " +
+               std::to_string(mid->sequence)) == 0)
+      spread = e;
+  EXPECT_TRUE(spread.find("go to workers 1, 0") != std::string::npos ||
+              spread.find("go to workers 0, 1") != std::string::npos)
+      << "no event spreading worker 2's rows over workers 0 and 1: '" << spread << "'";
+  // Workers 0 and 1 replay to the cut and train the rest of their rows; worker 2's rows are
+  // trained from what it had done at the cut (whole batches), rounded up to whole epochs.
+  auto& w2 = mid->workers[2];
+  std::int64_t rows2 = 0, assigned2 = 0;
+  for (auto& r : w2.work) {
+    rows2 += r.end - r.begin;
+    assigned2 += (r.end - r.begin) * r.epochs;
+  }
+  auto done2 = std::min(assigned2, (w2.step - w2.start_step) * std::int64_t{job.batch});
+  EXPECT_GE(resumed.samples, full.samples - done2);
+  EXPECT_LE(resumed.samples, full.samples - done2 + rows2);
   EXPECT_LT(resumed.test.loss, full.test.loss * 1.5 + 1e-4)
       << "full " << full.test.loss << " resumed " << resumed.test.loss;
 }

@@ -77,13 +77,14 @@ struct process_group {
     }
   }
 
-  /// Waits (bounded) until child k printed `what`; returns the text after it up to the line end
-  /// (empty when it never did).
-  std::string wait_for_line(std::size_t k, const std::string& what, std::chrono::seconds bound) {
+  /// Waits (bounded) until child k printed `what` (at or after offset `from` of its output);
+  /// returns the text after it up to the line end (empty when it never did).
+  std::string wait_for_line(std::size_t k, const std::string& what, std::chrono::seconds bound,
+                            std::size_t from = 0) {
     auto deadline = std::chrono::steady_clock::now() + bound;
     auto& c = kids[k];
     for (;;) {
-      auto at = c.text.find(what);
+      auto at = c.text.find(what, from);
       if (at != std::string::npos) {
         auto end = c.text.find('\n', at);
         if (end != std::string::npos)
@@ -94,7 +95,7 @@ struct process_group {
       if (left.count() <= 0) return {};
       pollfd p{c.out, POLLIN, 0};
       ::poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 200)));
-      if (drain(c) && c.text.find(what) == std::string::npos) return {};
+      if (drain(c) && c.text.find(what, from) == std::string::npos) return {};
     }
   }
 
