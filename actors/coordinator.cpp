@@ -237,6 +237,7 @@ void begin_training(self_ptr self) {
       assign(self, w, {shard_range_t{r.begin, r.end}}, r.epochs, skip);
     }
     t.first_step = saved.start_step;  // assign() took the cut's step for it
+    t.replaying = saved.step > saved.start_step;
   }
   if (from) spread_joined_slots(self, *from);
   if (st.writer && st.cfg.job.mode == "sync" && st.cfg.job.checkpoint.every_steps > 0)
@@ -342,6 +343,13 @@ void on_progress(self_ptr self, const progress_report& r) {
   if (r.samples > 0) w.last_loss = r.loss_sum / r.samples;
   w.last_staleness = r.max_staleness;
   w.last_report = now;
+  if (w.replaying) {  // its first report since the resume: past its replay
+    w.replaying = false;
+    if (w.interleave_wanted) {
+      w.interleave_wanted = false;
+      interleave(self, static_cast<std::size_t>(r.worker));
+    }
+  }
   st.samples += r.samples;
   st.loss_sum += r.loss_sum;
   st.loss_rows += r.samples;

@@ -38,6 +38,11 @@ struct worker_track {
   std::int64_t last_staleness = 0;
   std::int64_t first_step = 0;   ///< the step its first assignment started at
   std::vector<saved_work> work;  ///< every assignment, in order (what a checkpoint saves)
+  /// A request that rewrites its list (release_atom) is out: the next waits for its answer, so
+  /// each answer replaces the entries it was about.
+  bool relisting = false;
+  bool interleave_wanted = false;  ///< rows were added meanwhile (or it was replaying): ask after
+  bool replaying = false;          ///< resumed with batches to replay, no report since
 };
 
 struct coordinator_state {
@@ -154,6 +159,11 @@ void assign(coordinator_self self, std::size_t w, std::vector<shard_range_t> row
 /// A worker is gone: its rows are spread over every live worker (each gets a contiguous part of
 /// each of its ranges, the least loaded the larger parts), walked for the epochs it had left.
 void reassign(coordinator_self self, std::size_t lost, const caf::error& reason);
+/// Worker w got rows on top of its own (a lost worker's, a joiner's share): it is asked to walk
+/// its epochs not started epoch after epoch, every range in each (release_atom with share 1), and
+/// its list takes the rewritten entries. Range after range, the end of the run would train only
+/// the rows handed over last, and the model would lean toward them.
+void interleave(coordinator_self self, std::size_t w);
 /// A worker joined the running job (join_worker_atom): the others release a share of the epochs
 /// they have not started, which becomes its rows.
 void join_worker(coordinator_self self, std::int32_t index, worker_actor h,

@@ -26,7 +26,10 @@ void assign(self_ptr self, std::size_t w, std::vector<shard_range_t> rows, std::
   a.start_step = track.step;
   a.reports_to = caf::actor_cast<caf::actor>(self);
   for (auto& r : rows) track.assigned_samples += (r.end - r.begin) * epochs;
-  track.rows.insert(track.rows.end(), rows.begin(), rows.end());
+  for (auto& r : rows)  // each range once: a range walked epoch by epoch comes once per epoch
+    if (std::none_of(track.rows.begin(), track.rows.end(),
+                     [&](const shard_range_t& x) { return x.begin == r.begin && x.end == r.end; }))
+      track.rows.push_back(r);
   track.finished = false;
   self->send(track.handle, assign_atom::value, std::move(a));
 }
@@ -69,6 +72,7 @@ void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
       if (parts[i].empty()) continue;
       line << (i == 0 ? " " : ", ") << live[i];
       assign(self, live[i], parts[i], epochs);
+      interleave(self, live[i]);
     }
   }
   self->state.event(line.str());
@@ -104,21 +108,49 @@ std::string check_release(const coordinator_state& st, std::size_t listed, const
   return {};
 }
 
+/// Each range of `work` once (a range walked epoch after epoch has one entry per epoch).
+std::vector<shard_range_t> distinct_ranges(const std::vector<saved_work>& work) {
+  std::vector<shard_range_t> out;
+  for (auto& k : work)
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const shard_range_t& x) { return x.begin == k.begin && x.end == k.end; }))
+      out.push_back({k.begin, k.end});
+  return out;
+}
+
+/// Worker `d`'s list takes the entries of its answer in place of the ones it replaced (the last
+/// `replaced` of the `listed` it had when asked; entries added since stay after them).
+void replace_listed(worker_track& t, std::size_t listed, const released_work& r) {
+  auto first =
+      t.work.begin() + static_cast<std::ptrdiff_t>(listed - static_cast<std::size_t>(r.replaced));
+  first = t.work.erase(first, first + r.replaced);
+  t.work.insert(first, r.kept.begin(), r.kept.end());
+}
+
+/// After an answer to a request that rewrote w's list: the next one, if rows came meanwhile.
+void relisted(self_ptr self, std::size_t w) {
+  auto& t = self->state.workers[w];
+  t.relisting = false;
+  if (t.interleave_wanted) {
+    t.interleave_wanted = false;
+    interleave(self, w);
+  }
+  maybe_revive(self);
+}
+
 /// Donor `d`'s list takes its released entries in place of the ones it replaced; the joiner
 /// gets what it gave up. Returns the samples moved.
 std::int64_t take_released(self_ptr self, std::size_t d, std::size_t listed, std::size_t joiner,
                            released_work& r) {
   auto& st = self->state;
   auto& t = st.workers[d];
-  auto first = t.work.begin() + static_cast<std::ptrdiff_t>(listed - static_cast<std::size_t>(r.replaced));
-  first = t.work.erase(first, first + r.replaced);
-  t.work.insert(first, r.kept.begin(), r.kept.end());
+  replace_listed(t, listed, r);
   std::int64_t moved = 0;
   for (auto& g : r.given) moved += (g.end - g.begin) * g.epochs;
   t.assigned_samples -= moved;
-  // A later loss of this worker spreads what it still walks.
-  t.rows.clear();
-  for (auto& k : r.kept) t.rows.push_back({k.begin, k.end});
+  // A later loss of this worker spreads what it still walks: each range once (its entries now
+  // come one epoch each).
+  t.rows = distinct_ranges(r.kept);
   // A joiner lost meanwhile: the donor walks its rows after all.
   auto to = st.workers[joiner].alive ? joiner : d;
   for (auto& g : r.given) assign(self, to, {shard_range_t{g.begin, g.end}}, g.epochs);
@@ -163,7 +195,9 @@ void take_in(self_ptr self, std::size_t j, worker_actor h, const std::string& no
   if (monitor) self->monitor(h);
   std::vector<std::size_t> donors;
   for (std::size_t i = 0; i < st.workers.size(); ++i)
-    if (i != j && st.workers[i].alive && !st.workers[i].finished) donors.push_back(i);
+    if (i != j && st.workers[i].alive && !st.workers[i].finished && !st.workers[i].relisting &&
+        !st.workers[i].replaying)
+      donors.push_back(i);
   auto share = static_cast<std::int32_t>(donors.size() + 1);
   auto left = std::make_shared<std::size_t>(donors.size());
   auto moved = std::make_shared<std::int64_t>(0);
@@ -175,6 +209,7 @@ void take_in(self_ptr self, std::size_t j, worker_actor h, const std::string& no
          << " and takes " << *moved << " samples of the others' work";
     st.event(line.str());
     if (st.workers[j].alive && st.workers[j].work.empty()) assign(self, j, {}, 0);
+    if (st.workers[j].alive && st.workers[j].work.size() > 1) interleave(self, j);
   };
   if (donors.empty()) {
     *left = 1;
@@ -183,6 +218,7 @@ void take_in(self_ptr self, std::size_t j, worker_actor h, const std::string& no
   }
   for (auto d : donors) {
     auto listed = st.workers[d].work.size();
+    st.workers[d].relisting = true;
     self->request(st.workers[d].handle, coordinator_request_timeout, release_atom::value, share)
         .then(
             [self, d, listed, j, moved, done](released_work& r) {
@@ -191,10 +227,38 @@ void take_in(self_ptr self, std::size_t j, worker_actor h, const std::string& no
                 st.event("ignored worker " + std::to_string(d) + "'s release: it " + why);
               else if (st.workers[d].alive && !st.finishing)
                 *moved += take_released(self, d, listed, j, r);
+              relisted(self, d);
               done();
             },
-            [done](caf::error&) { done(); });
+            [self, d, done](caf::error&) {
+              relisted(self, d);
+              done();
+            });
   }
+}
+
+void interleave(self_ptr self, std::size_t w) {
+  auto& st = self->state;
+  auto& t = st.workers[w];
+  if (!t.alive || !t.handle || st.finishing) return;
+  if (t.relisting || t.replaying) {  // after that answer, or after its replay (on_progress)
+    t.interleave_wanted = true;
+    return;
+  }
+  t.relisting = true;
+  auto listed = t.work.size();
+  self->request(t.handle, coordinator_request_timeout, release_atom::value, std::int32_t{1})
+      .then(
+          [self, w, listed](released_work& r) {
+            auto& st = self->state;
+            if (auto why = check_release(st, listed, r); !why.empty() || !r.given.empty())
+              st.event("ignored worker " + std::to_string(w) + "'s rewritten list: it " +
+                       (why.empty() ? std::string{"gives rows away"} : why));
+            else if (st.workers[w].alive && !st.finishing)
+              replace_listed(st.workers[w], listed, r);
+            relisted(self, w);
+          },
+          [self, w](caf::error&) { relisted(self, w); });
 }
 
 void maybe_revive(self_ptr self) {
@@ -202,7 +266,8 @@ void maybe_revive(self_ptr self) {
   if (st.revive.empty() || st.finishing || st.stopping) return;
   for (std::size_t i = 0; i < st.workers.size(); ++i) {
     auto& t = st.workers[i];
-    if (t.alive && !t.finished && t.done_samples == 0) return;  // not past its replay yet
+    // Not past its replay yet, or its list is being rewritten: it could release nothing.
+    if (t.alive && !t.finished && (t.replaying || t.relisting)) return;
   }
   auto slots = std::move(st.revive);
   st.revive.clear();
@@ -229,10 +294,8 @@ void spread_joined_slots(self_ptr self, const checkpoint& from) {
     t.step = saved.step;
     t.first_step = saved.start_step;
     t.work = saved.work;
-    for (auto& r : saved.work) {
-      t.rows.push_back({r.begin, r.end});
-      t.assigned_samples += (r.end - r.begin) * r.epochs;
-    }
+    t.rows = distinct_ranges(saved.work);
+    for (auto& r : saved.work) t.assigned_samples += (r.end - r.begin) * r.epochs;
     // Its batches since its first step, full ones: a range's last short batch per epoch may be
     // counted whole (a few rows not trained again), as a lost worker's last report may be late.
     t.done_samples = std::min(t.assigned_samples,

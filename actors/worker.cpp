@@ -253,36 +253,55 @@ void add_work(self_ptr self, const worker_assignment& a) {
   for (auto& r : a.rows) st.work.push_back(open_work(st, r.begin, r.end, a.epochs));
 }
 
-/// Gives up the last 1/share of the rows of every epoch not started yet (released_work). A range
-/// part-way through an epoch finishes that epoch as it is; its later epochs walk the kept rows
-/// with a fresh reader, as a resumed replay of the coordinator's list would.
+/// Adds `w` to `list`, to the entry of the same rows when there is one (a range walked epoch by
+/// epoch has one entry per epoch: its epochs not started are counted together).
+void add_epochs(std::vector<saved_work>& list, const saved_work& w) {
+  for (auto& x : list)
+    if (x.begin == w.begin && x.end == w.end) {
+      x.epochs += w.epochs;
+      return;
+    }
+  list.push_back(w);
+}
+
+/// Gives up the last 1/share of the rows of every epoch not started yet (released_work; share 1
+/// gives up nothing). A range part-way through an epoch finishes that epoch as it is. Either way
+/// the epochs not started are rewritten one epoch per entry, every range within each epoch (epoch
+/// after epoch, not range after range), with fresh readers, as a resumed replay of the
+/// coordinator's list would walk them: to the end of the run every range is visited evenly, so
+/// the last part of the run does not train only the rows handed over last.
 released_work release(worker_state& st, std::int32_t share) {
   released_work out;
-  if (st.stopped || st.skip > 0 || share < 2) return out;
+  if (st.stopped || st.skip > 0 || share < 1) return out;
   out.replaced = static_cast<std::int32_t>(st.work.size());
   std::deque<work_item> next;
+  std::vector<saved_work> future_parts;
   for (auto& w : st.work) {
     auto future = w.epochs_left - (w.in_epoch ? 1 : 0);
-    auto n = w.end - w.begin;
-    auto give = n / share;
-    if (future <= 0 || give < 1) {
-      out.kept.push_back({w.begin, w.end, w.epochs});
-      next.push_back(std::move(w));
-      continue;
-    }
-    auto cut = w.end - give;
-    out.given.push_back({cut, w.end, future});
-    // The epochs walked or being walked stay with this reader; the later ones walk the kept rows.
     auto walked = w.epochs - future;
-    auto begin = w.begin;
     if (walked > 0) {
       out.kept.push_back({w.begin, w.end, walked});
-      w.epochs = walked;
-      w.epochs_left = 1;
-      if (w.in_epoch) next.push_back(std::move(w));
+      if (w.in_epoch) {  // its reader finishes the epoch under way
+        w.epochs = walked;
+        w.epochs_left = 1;
+        next.push_back(std::move(w));
+      }
     }
-    next.push_back(open_work(st, begin, cut, future));
-    out.kept.push_back({begin, cut, future});
+    if (future <= 0) continue;
+    auto give = share >= 2 ? (w.end - w.begin) / share : 0;
+    auto cut = w.end - give;
+    if (give >= 1) add_epochs(out.given, {cut, w.end, future});
+    add_epochs(future_parts, {w.begin, cut, future});
+  }
+  for (std::int64_t epoch = 0;; ++epoch) {
+    bool any = false;
+    for (auto& f : future_parts) {
+      if (f.epochs <= epoch) continue;
+      any = true;
+      next.push_back(open_work(st, f.begin, f.end, 1));
+      out.kept.push_back({f.begin, f.end, 1});
+    }
+    if (!any) break;
   }
   st.work = std::move(next);
   return out;

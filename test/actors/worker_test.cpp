@@ -148,9 +148,10 @@ void start_watched_worker(testing::deterministic_system& ds, caf::scoped_actor& 
 // A worker asked to release half of its work for a joining worker, after its first batch of
 // rows [0, 40) (epoch 1 of 3 under way) with [40, 100) not started: the range under way keeps its
 // current epoch and walks [0, 20) for the 2 epochs after it, gives up [20, 40) for those 2; the
-// other range keeps [40, 70) and gives up [70, 100), all 3 epochs. It then computes exactly the
-// batches of what it kept: 10 (the epoch under way) + 2 x 5 + 3 x 8 (30 rows in batches of 4)
-// = 44 pushes, where the whole work would have been 3 x 10 + 3 x 15 = 75.
+// other range keeps [40, 70) and gives up [70, 100), all 3 epochs. What it keeps comes one epoch
+// per entry, both ranges in each epoch: [0, 20) and [40, 70), twice, then [40, 70). It then
+// computes exactly the batches of what it kept: 10 (the epoch under way) + 2 x 5 + 3 x 8 (30
+// rows in batches of 4) = 44 pushes, where the whole work would have been 3 x 10 + 3 x 15 = 75.
 TEST(worker_test, a_release_gives_up_the_epochs_not_started_and_the_worker_walks_what_it_kept) {
   testing::deterministic_system ds;
   caf::scoped_actor self{*ds.sys};
@@ -176,7 +177,12 @@ TEST(worker_test, a_release_gives_up_the_epochs_not_started_and_the_worker_walks
     return out;
   };
   using t = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
-  EXPECT_EQ(as_tuples(r.kept), (std::vector<t>{{0, 40, 1}, {0, 20, 2}, {40, 70, 3}}));
+  EXPECT_EQ(as_tuples(r.kept), (std::vector<t>{{0, 40, 1},
+                                                {0, 20, 1},
+                                                {40, 70, 1},
+                                                {0, 20, 1},
+                                                {40, 70, 1},
+                                                {40, 70, 1}}));
   EXPECT_EQ(as_tuples(r.given), (std::vector<t>{{20, 40, 2}, {70, 100, 3}}));
   // Each stats call releases one held push; the worker pushes until its kept work is done.
   std::int64_t pushes = 0;
@@ -186,11 +192,59 @@ TEST(worker_test, a_release_gives_up_the_epochs_not_started_and_the_worker_walks
     pushes = n;
   }
   EXPECT_EQ(pushes, 44);
-  // A share below 2 releases nothing.
+  // Its work done, a rewrite (share 1) has nothing to rewrite.
   self->send(w, release_atom::value, std::int32_t{1});
   ds.run();
-  self->receive([&](released_work& got) { EXPECT_TRUE(got.given.empty()); },
+  self->receive(
+      [&](released_work& got) {
+        EXPECT_EQ(got.replaced, 0);
+        EXPECT_TRUE(got.kept.empty());
+        EXPECT_TRUE(got.given.empty());
+      },
+      [&](caf::error& e) { FAIL() << describe_error(e); });
+  self->send_exit(w, caf::exit_reason::user_shutdown);
+  self->send_exit(fake, caf::exit_reason::user_shutdown);
+  ds.run();
+}
+
+// Share 1 gives up nothing and rewrites the epochs not started one epoch per entry, range after
+// range within each epoch: after the first batch of [0, 40) (3 epochs) with [40, 100) (2 epochs)
+// not started, the worker walks [0, 40) to the end of its first epoch, then [0, 40), [40, 100),
+// [0, 40), [40, 100). Nothing is lost or added: 3 x 10 + 2 x 15 = 60 pushes, as without it.
+TEST(worker_test, a_rewrite_walks_every_range_epoch_after_epoch_and_gives_nothing_away) {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  auto data = small_data(100);
+  auto fake = ds.sys->spawn(holding_shard, std::size_t{3});
+  worker_actor w = ds.sys->spawn(worker, watched_worker(data, std::chrono::seconds(3600)));
+  worker_assignment a;
+  a.shards = {fake};
+  a.ranges = {shard_range_t{0, 3}};
+  a.rows = {shard_range_t{0, 40}};
+  a.epochs = 3;
+  self->send(w, assign_atom::value, a);
+  a.rows = {shard_range_t{40, 100}};
+  a.epochs = 2;
+  self->send(w, assign_atom::value, a);
+  ds.run();  // the first batch computed, its push held
+  self->send(w, release_atom::value, std::int32_t{1});
+  ds.run();
+  released_work r;
+  self->receive([&](released_work& got) { r = std::move(got); },
                 [&](caf::error& e) { FAIL() << describe_error(e); });
+  EXPECT_EQ(r.replaced, 2);
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> kept;
+  for (auto& x : r.kept) kept.emplace_back(x.begin, x.end, x.epochs);
+  using t = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+  EXPECT_EQ(kept, (std::vector<t>{{0, 40, 1}, {0, 40, 1}, {40, 100, 1}, {0, 40, 1}, {40, 100, 1}}));
+  EXPECT_TRUE(r.given.empty());
+  std::int64_t pushes = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto n = pushes_seen(ds, self, fake);
+    if (n == pushes) break;
+    pushes = n;
+  }
+  EXPECT_EQ(pushes, 60);
   self->send_exit(w, caf::exit_reason::user_shutdown);
   self->send_exit(fake, caf::exit_reason::user_shutdown);
   ds.run();

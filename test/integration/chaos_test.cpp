@@ -6,10 +6,10 @@
 //   kill -9 of the coordinator -> restarted with --resume: every node registers again;
 //   a 0.7 s SIGSTOP of any process -> only late (the default connection timeout is 2 s).
 // Each kind comes at least once. The job must complete, every process we did not kill must exit
-// 0, none may be left, and the train MSE must be within 1% of the same job run without faults
-// just before. Not within 0.1% (issue 13 asks for that; runs here land 0.2-0.5% above): a lost
-// worker's rows are walked after the survivors' own (range after range, not epoch by epoch), so
-// the last part of the run trains a subset of the rows and the final model leans toward it.
+// 0, none may be left, and the train MSE must be within 1e-3 relative of the same job run without
+// faults just before. (Before workers walked rows they were handed epoch after epoch with their
+// own, runs here landed 2e-3 to 5e-3 above it: the end of the run trained only the rows handed
+// over last.)
 // ACTRAIN_CHAOS_SEED, ACTRAIN_CHAOS_FAULTS and ACTRAIN_CHAOS_EPOCHS choose another schedule (the
 // longer version: scripts/bench-chaos.sh). Each fault's line on stderr says what was hit and how
 // long the cluster took to be whole again.
@@ -140,6 +140,11 @@ TEST_F(chaos_test, random_kills_and_stops_of_every_role_leave_the_job_complete_a
     dump_all();
     FAIL() << why;
   };
+  // Faults hit a running job (a worker killed before the cluster formed leaves it unformed until
+  // join-timeout: the deployment's start, not what this tests).
+  if (wait_for_line(coord, "all nodes joined", 30s).empty())
+    return fail("the cluster did not form");
+  since = mark(coord);
 
   for (std::size_t i = 0; i < faults.size(); ++i) {
     auto f = faults[i];
@@ -239,8 +244,8 @@ TEST_F(chaos_test, random_kills_and_stops_of_every_role_leave_the_job_complete_a
   std::cerr << "chaos seed " << seed << ": " << faults.size() << " faults, job completed in "
             << run_ms << " ms, train MSE " << mse << " (fault-free " << reference
             << ", relative difference " << rel << ")\n";
-  if (std::abs(rel) >= 1e-2) dump_all();
-  EXPECT_LT(std::abs(rel), 1e-2) << "chaos " << mse << ", fault-free " << reference;
+  if (std::abs(rel) >= 1e-3 || env_number("ACTRAIN_CHAOS_DUMP", 0) != 0) dump_all();
+  EXPECT_LT(std::abs(rel), 1e-3) << "chaos " << mse << ", fault-free " << reference;
   std::filesystem::remove_all(dir);
 }
 
