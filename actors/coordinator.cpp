@@ -231,10 +231,15 @@ void begin_training(self_ptr self) {
       continue;
     }
     t.step = saved.step;
-    for (std::size_t k = 0; k < saved.work.size(); ++k) {
-      auto& r = saved.work[k];
+    // Its list, in as few assignments as it takes: consecutive entries of as many epochs go
+    // together (a list walked epoch by epoch is mostly one-epoch entries).
+    for (std::size_t k = 0; k < saved.work.size();) {
+      std::vector<shard_range_t> rows;
+      auto epochs = saved.work[k].epochs;
       auto skip = k == 0 ? saved.step - saved.start_step : 0;
-      assign(self, w, {shard_range_t{r.begin, r.end}}, r.epochs, skip);
+      for (; k < saved.work.size() && saved.work[k].epochs == epochs; ++k)
+        rows.push_back({saved.work[k].begin, saved.work[k].end});
+      assign(self, w, std::move(rows), epochs, skip);
     }
     t.first_step = saved.start_step;  // assign() took the cut's step for it
     t.replaying = saved.step > saved.start_step;

@@ -120,7 +120,10 @@ void compute_and_push(self_ptr self) {
   auto t0 = self->clock().now();
   int rows = next_batch(st);
   if (rows == 0) {
-    // All assigned work is done; the fetched weights stay ready in case more work arrives.
+    // All assigned work is done; the fetched weights stay ready in case more work arrives. A
+    // resumed worker still replaying has not got its whole list yet (it comes in several
+    // assignments, and the weights may arrive first): it waits for the rest.
+    if (st.skip > 0) return;
     if (!st.finished_reported) report(self, true);
     st.finished_reported = true;
     return;
