@@ -41,8 +41,19 @@ void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
   st.last_loss_reason = "worker " + std::to_string(lost) + ": " + describe_error(reason);
   tell_fronts_leave(self, lost);
   st.result.workers_lost += 1;
+  // Its rows as few ranges as they are: overlapping and adjacent ones merged, in row order.
+  auto moved = t.rows;
+  std::sort(moved.begin(), moved.end(),
+            [](const shard_range_t& a, const shard_range_t& b) { return a.begin < b.begin; });
+  std::vector<shard_range_t> merged;
+  for (auto& r : moved) {
+    if (!merged.empty() && r.begin <= merged.back().end)
+      merged.back().end = std::max(merged.back().end, r.end);
+    else
+      merged.push_back(r);
+  }
   std::int64_t rows = 0;
-  for (auto& r : t.rows) rows += r.end - r.begin;
+  for (auto& r : merged) rows += r.end - r.begin;
   auto left = t.assigned_samples - t.done_samples;
   std::ostringstream line;
   line << "worker " << lost << " lost at step " << t.step << " (" << describe_error(reason) << ")";
@@ -56,15 +67,19 @@ void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
                    [&](std::size_t a, std::size_t b) { return to_do(a) < to_do(b); });
   if (left > 0 && rows > 0 && !live.empty()) {
     auto epochs = (left + rows - 1) / rows;
+    // The ranges one after another, cut into as many runs of about the same rows as there are
+    // live workers: each gets whole ranges and at most two pieces, so losses after losses do not
+    // cut the rows into ever smaller ranges (each a short batch per epoch).
     std::vector<std::vector<shard_range_t>> parts(live.size());
-    auto moved = t.rows;
-    for (auto& r : moved) {
-      auto n = r.end - r.begin;
-      auto k = static_cast<int>(std::min<std::int64_t>(static_cast<std::int64_t>(live.size()), n));
-      for (int i = 0; i < k; ++i) {
-        auto p = shard_range(n, k, i);
-        parts[static_cast<std::size_t>(i)].push_back({r.begin + p.first, r.begin + p.second});
+    auto k = static_cast<std::int64_t>(live.size());
+    std::int64_t offset = 0;  // where the current range starts in the run of all of them
+    for (auto& r : merged) {
+      for (std::int64_t i = 0; i < k; ++i) {
+        auto lo = std::max(rows * i / k, offset), hi = std::min(rows * (i + 1) / k, offset + r.end - r.begin);
+        if (lo < hi)
+          parts[static_cast<std::size_t>(i)].push_back({r.begin + lo - offset, r.begin + hi - offset});
       }
+      offset += r.end - r.begin;
     }
     line << "; its rows (" << rows << ", " << epochs << " epoch(s) left) go to worker";
     if (live.size() > 1) line << "s";

@@ -267,7 +267,7 @@ void add_epochs(std::vector<saved_work>& list, const saved_work& w) {
   list.push_back(w);
 }
 
-/// Gives up the last 1/share of the rows of every epoch not started yet (released_work; share 1
+/// Gives up the last 1/share of the samples of the epochs not started yet (released_work; share 1
 /// gives up nothing). A range part-way through an epoch finishes that epoch as it is. Either way
 /// the epochs not started are rewritten one epoch per entry, every range within each epoch (epoch
 /// after epoch, not range after range), with fresh readers, as a resumed replay of the
@@ -290,11 +290,31 @@ released_work release(worker_state& st, std::int32_t share) {
         next.push_back(std::move(w));
       }
     }
-    if (future <= 0) continue;
-    auto give = share >= 2 ? (w.end - w.begin) / share : 0;
-    auto cut = w.end - give;
-    if (give >= 1) add_epochs(out.given, {cut, w.end, future});
-    add_epochs(future_parts, {w.begin, cut, future});
+    if (future > 0) add_epochs(future_parts, {w.begin, w.end, future});
+  }
+  // The last 1/share of the samples not started, taken from the end of the list: whole ranges,
+  // and at most one cut (the last rows of a range, for all its epochs). Cutting every range
+  // instead would halve them at each join, down to ranges of a few rows, each a short batch.
+  if (share >= 2) {
+    std::int64_t samples = 0;
+    for (auto& f : future_parts) samples += (f.end - f.begin) * f.epochs;
+    auto give = samples / share;
+    while (give > 0 && !future_parts.empty()) {
+      auto& f = future_parts.back();
+      auto n = f.end - f.begin;
+      if (n * f.epochs <= give) {
+        out.given.insert(out.given.begin(), f);
+        give -= n * f.epochs;
+        future_parts.pop_back();
+        continue;
+      }
+      auto rows = give / f.epochs;
+      if (rows >= 1) {
+        out.given.insert(out.given.begin(), {f.end - rows, f.end, f.epochs});
+        f.end -= rows;
+      }
+      break;
+    }
   }
   for (std::int64_t epoch = 0;; ++epoch) {
     bool any = false;

@@ -146,12 +146,13 @@ void start_watched_worker(testing::deterministic_system& ds, caf::scoped_actor& 
 }
 
 // A worker asked to release half of its work for a joining worker, after its first batch of
-// rows [0, 40) (epoch 1 of 3 under way) with [40, 100) not started: the range under way keeps its
-// current epoch and walks [0, 20) for the 2 epochs after it, gives up [20, 40) for those 2; the
-// other range keeps [40, 70) and gives up [70, 100), all 3 epochs. What it keeps comes one epoch
-// per entry, both ranges in each epoch: [0, 20) and [40, 70), twice, then [40, 70). It then
-// computes exactly the batches of what it kept: 10 (the epoch under way) + 2 x 5 + 3 x 8 (30
-// rows in batches of 4) = 44 pushes, where the whole work would have been 3 x 10 + 3 x 15 = 75.
+// rows [0, 40) (epoch 1 of 3 under way) with [40, 100) not started: the range under way finishes
+// its current epoch; of the rest (40 x 2 + 60 x 3 = 260 samples) it gives up 130 from the end of
+// its list, as whole rows of a range for all their epochs: [57, 100) for 3 epochs (129). What it
+// keeps comes one epoch per entry, both ranges in each epoch: [0, 40) and [40, 57), twice, then
+// [40, 57). It then computes exactly the batches of what it kept: 10 (the epoch under way) +
+// 2 x 10 + 3 x 5 (17 rows in batches of 4) = 45 pushes, where the whole work would have been
+// 3 x 10 + 3 x 15 = 75.
 TEST(worker_test, a_release_gives_up_the_epochs_not_started_and_the_worker_walks_what_it_kept) {
   testing::deterministic_system ds;
   caf::scoped_actor self{*ds.sys};
@@ -178,12 +179,12 @@ TEST(worker_test, a_release_gives_up_the_epochs_not_started_and_the_worker_walks
   };
   using t = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
   EXPECT_EQ(as_tuples(r.kept), (std::vector<t>{{0, 40, 1},
-                                                {0, 20, 1},
-                                                {40, 70, 1},
-                                                {0, 20, 1},
-                                                {40, 70, 1},
-                                                {40, 70, 1}}));
-  EXPECT_EQ(as_tuples(r.given), (std::vector<t>{{20, 40, 2}, {70, 100, 3}}));
+                                                {0, 40, 1},
+                                                {40, 57, 1},
+                                                {0, 40, 1},
+                                                {40, 57, 1},
+                                                {40, 57, 1}}));
+  EXPECT_EQ(as_tuples(r.given), (std::vector<t>{{57, 100, 3}}));
   // Each stats call releases one held push; the worker pushes until its kept work is done.
   std::int64_t pushes = 0;
   for (int i = 0; i < 200; ++i) {
@@ -191,7 +192,7 @@ TEST(worker_test, a_release_gives_up_the_epochs_not_started_and_the_worker_walks
     if (n == pushes) break;
     pushes = n;
   }
-  EXPECT_EQ(pushes, 44);
+  EXPECT_EQ(pushes, 45);
   // Its work done, a rewrite (share 1) has nothing to rewrite.
   self->send(w, release_atom::value, std::int32_t{1});
   ds.run();

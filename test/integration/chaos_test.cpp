@@ -11,8 +11,9 @@
 // own, runs here landed 2e-3 to 5e-3 above it: the end of the run trained only the rows handed
 // over last.)
 // ACTRAIN_CHAOS_SEED, ACTRAIN_CHAOS_FAULTS and ACTRAIN_CHAOS_EPOCHS choose another schedule (the
-// longer version: scripts/bench-chaos.sh). Each fault's line on stderr says what was hit and how
-// long the cluster took to be whole again.
+// longer version: scripts/bench-chaos.sh; ACTRAIN_CHAOS_DUMP=1 prints every log and keeps the
+// checkpoints). Each fault's line on stderr says what was hit and how long the cluster took to be
+// whole again.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -246,7 +247,7 @@ TEST_F(chaos_test, random_kills_and_stops_of_every_role_leave_the_job_complete_a
             << ", relative difference " << rel << ")\n";
   if (std::abs(rel) >= 1e-3 || env_number("ACTRAIN_CHAOS_DUMP", 0) != 0) dump_all();
   EXPECT_LT(std::abs(rel), 1e-3) << "chaos " << mse << ", fault-free " << reference;
-  std::filesystem::remove_all(dir);
+  if (env_number("ACTRAIN_CHAOS_DUMP", 0) == 0) std::filesystem::remove_all(dir);
 }
 
 }  // namespace
