@@ -73,11 +73,22 @@ void complete_job(self_ptr self) {
         if (w.alive) self->send(w.handle, stop_atom::value);
       for (auto& f : st.cfg.fronts) self->send_exit(f, caf::exit_reason::user_shutdown);
       for (auto& s : st.cfg.shards) self->send_exit(s, caf::exit_reason::user_shutdown);
+      for (auto& s : st.cfg.replicas) self->send_exit(s, caf::exit_reason::user_shutdown);
     } else {
       // Every worker was lost: the nodes left learn why the job failed.
       auto reason = make_error(errc::job_failed, r.error);
       for (auto& f : st.cfg.fronts) self->send_exit(f, reason);
       for (auto& s : st.cfg.shards) self->send_exit(s, reason);
+      for (auto& s : st.cfg.replicas) self->send_exit(s, reason);
+    }
+    if (!st.cfg.replicas.empty() && r.ok) {
+      // What a failover must not change: every step a worker pushed went to every shard once.
+      std::string versions;
+      for (auto& ss : r.shards)
+        versions += (versions.empty() ? "" : ", ") + std::to_string(ss.version);
+      st.event("replicated shards end at versions [" + versions + "] for " +
+               std::to_string(st.updates) + " steps pushed (" +
+               std::to_string(st.failovers) + " failover" + (st.failovers == 1 ? "" : "s") + ")");
     }
     if (auto* hub = st.cfg.hooks.hub) {
       st.front_stats = r.shards;
@@ -121,6 +132,7 @@ void fail_job(self_ptr self, std::string why, errc code) {
   st.revive.clear();
   for (auto& f : st.cfg.fronts) self->send_exit(f, reason);
   for (auto& s : st.cfg.shards) self->send_exit(s, reason);
+  for (auto& s : st.cfg.replicas) self->send_exit(s, reason);
   self->quit();
 }
 
@@ -150,8 +162,44 @@ std::string fatal_worker_failure(std::size_t i, const caf::error& reason, float 
   }
 }
 
+/// Shard s's primary went down and its replica lives: the replica is the shard from now on. Every
+/// worker learns its handle and resends what the primary did not acknowledge (the replica
+/// answers a push it has without applying it twice); the job goes on without a replica for s.
+void promote_replica(self_ptr self, std::size_t s, const caf::error& reason) {
+  auto& st = self->state;
+  shard_actor now = st.cfg.replicas[s];
+  st.cfg.replicas[s] = nullptr;
+  auto lost_node = s < st.cfg.shard_nodes.size() ? st.cfg.shard_nodes[s] : "local";
+  auto new_node = s < st.cfg.replica_nodes.size() ? st.cfg.replica_nodes[s] : "local";
+  st.cfg.shards[s] = now;
+  st.cfg.fronts[s] = now;
+  if (s < st.cfg.shard_nodes.size()) st.cfg.shard_nodes[s] = new_node;
+  st.failovers += 1;
+  auto index = static_cast<std::int32_t>(s);
+  for (auto& w : st.workers)
+    if (w.alive) self->send(w.handle, moved_atom::value, index, now);
+  auto since = st.now();
+  auto what = "shard " + std::to_string(s) + " lost on node '" + lost_node + "' (" +
+              describe_error(reason) + "): its replica on '" + new_node + "'";
+  // Recovery time: from the loss seen here to the replica answering as the shard.
+  self->request(now, request_timeout, stats_atom::value)
+      .then(
+          [self, what, since](shard_stats& ss) {
+            auto ms = std::chrono::duration<double, std::milli>(self->state.now() - since).count();
+            std::ostringstream line;
+            line.precision(3);
+            line << what << " took over at version " << ss.version << " in " << ms
+                 << " ms; the job goes on";
+            self->state.event(line.str());
+          },
+          [self, what](caf::error& err) {
+            if (!self->state.finishing)
+              fail_job(self, what + " did not answer: " + describe_error(err));
+          });
+}
+
 /// A node or actor the coordinator monitors went down: a worker is lost (its rows go to
-/// another), a shard ends the job.
+/// another), a shard ends the job (or its replica takes over), a replica is forgotten.
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
   for (auto it = st.revive.begin(); it != st.revive.end(); ++it)
@@ -177,8 +225,22 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
       return;
     }
   }
+  for (std::size_t s = 0; s < st.cfg.replicas.size(); ++s) {
+    if (!st.cfg.replicas[s] || st.cfg.replicas[s].address() != dm.source) continue;
+    st.cfg.replicas[s] = nullptr;
+    // Its primary may not see it go (a route through this node): it stops waiting for it now.
+    self->send(caf::actor_cast<replicated_shard_actor>(st.cfg.shards[s]), replica_atom::value,
+               replica_sink_actor{});
+    if (!st.finishing)
+      st.event("the replica of shard " + std::to_string(s) + " went down (" +
+               describe_error(dm.reason) + "): shard " + std::to_string(s) +
+               " goes on without one");
+    return;
+  }
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
     if (st.cfg.shards[s].address() != dm.source || st.finishing) continue;
+    if (s < st.cfg.replicas.size() && st.cfg.replicas[s])
+      return promote_replica(self, s, dm.reason);
     auto why = "shard " + std::to_string(s) + " went down";
     if (!st.cfg.shard_loss_recoverable) return fail_job(self, why);
     // The caller restarts the job from its last checkpoint: nothing is told to stop.
@@ -268,6 +330,14 @@ caf::result<engine_result> on_run(self_ptr self) {
   st.fingerprint = job_fingerprint(st.cfg.job);
   st.workers.clear();
   for (auto& s : st.cfg.shards) self->monitor(s);
+  // Each primary streams its updates to its replica from here on, starting from its state now
+  // (or, when resuming, the restore below, which it passes on).
+  for (std::size_t s = 0; s < st.cfg.replicas.size() && s < st.cfg.shards.size(); ++s) {
+    if (!st.cfg.replicas[s]) continue;
+    self->monitor(st.cfg.replicas[s]);
+    self->send(caf::actor_cast<replicated_shard_actor>(st.cfg.shards[s]), replica_atom::value,
+               caf::actor_cast<replica_sink_actor>(st.cfg.replicas[s]));
+  }
   for (auto& h : st.cfg.workers) {
     worker_track t;
     t.handle = h;

@@ -66,6 +66,7 @@ struct coordinator_state {
     if (cfg.hooks.on_event) cfg.hooks.on_event(line);
   }
   caf::actor_clock::time_point start;
+  int failovers = 0;  ///< shards whose replica took over
   double train_seconds = 0;
   std::int64_t samples = 0;
   double loss_sum = 0;

@@ -25,6 +25,7 @@ void assign(self_ptr self, std::size_t w, std::vector<shard_range_t> rows, std::
   a.epochs = epochs;
   a.start_step = track.step;
   a.reports_to = caf::actor_cast<caf::actor>(self);
+  a.replicated = !st.cfg.replicas.empty();
   for (auto& r : rows) track.assigned_samples += (r.end - r.begin) * epochs;
   for (auto& r : rows)  // each range once: a range walked epoch by epoch comes once per epoch
     if (std::none_of(track.rows.begin(), track.rows.end(),

@@ -1,6 +1,8 @@
 #include "actors/shard.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "actors/compression.hpp"
 
@@ -41,7 +43,7 @@ bool buffer_push(shard_state& st, span<const float> grad, float factor) {
 
 }  // namespace
 
-caf::expected<push_ack> apply_push(shard_state& st, gradient& g) {
+caf::expected<push_ack> apply_push(shard_state& st, gradient& g, applied_update* out) {
   if (auto err = expand_gradient(g, st.values.size(), "shard " + std::to_string(st.index))) {
     st.stats.rejected += 1;
     return err;
@@ -60,6 +62,9 @@ caf::expected<push_ack> apply_push(shard_state& st, gradient& g) {
                                             ": gradient from worker " + std::to_string(g.worker) +
                                             " holds NaN or infinity");
   }
+  if (auto it = st.applied_steps.find(g.worker);
+      it != st.applied_steps.end() && g.step <= it->second)
+    return push_ack{st.version, 0, true};  // resent after a failover: this shard has it
   // A base version from the future can only come from a confused peer: treat it as fresh.
   auto staleness = std::max<std::int64_t>(0, st.version - g.base_version);
   st.stats.pushes += 1;
@@ -84,11 +89,89 @@ caf::expected<push_ack> apply_push(shard_state& st, gradient& g) {
   st.version += 1;
   st.old_snapshots.keep(std::move(st.snapshot));
   st.snapshot = tensor();
+  if (st.replica) st.applied_steps[g.worker] = g.step;
+  if (out) {
+    auto& u = out->update;
+    out->applied = true;
+    u.shard = st.index;
+    u.version = st.version;
+    u.lr = lr;
+    u.momentum = st.opt->momentum() > 0.f ? st.rule.momentum_for(st.opt->momentum()) : -1.f;
+    u.staleness = staleness;
+    u.worker = g.worker;
+    u.step = g.step;
+    // The pushed tensor itself when the rule left it as it came (no copy on this node); else
+    // what the rule made of it.
+    u.grad = grad.data() == g.values.data() && grad.size() == g.values.size()
+                 ? g.values
+                 : tensor(std::vector<float>(grad.begin(), grad.end()));
+  }
   return push_ack{st.version, staleness, true};
 }
 
-shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self,
-                                 shard_config cfg) {
+caf::expected<std::int64_t> apply_replicated(shard_state& st, const replica_update& u) {
+  auto who = "replica of shard " + std::to_string(st.index);
+  if (u.version != st.version + 1)
+    return make_error(errc::bad_message, who + " at version " + std::to_string(st.version) +
+                                             " got the update to version " +
+                                             std::to_string(u.version));
+  if (u.grad.size() != st.values.size())
+    return make_error(errc::bad_length, who + " owns " + std::to_string(st.values.size()) +
+                                            " values, the update holds " +
+                                            std::to_string(u.grad.size()));
+  if (!u.grad.all_finite() || !std::isfinite(u.lr))
+    return make_error(errc::non_finite, who + ": the update holds NaN or infinity");
+  st.rule.observe(u.staleness);
+  if (u.momentum >= 0.f && st.opt->momentum() > 0.f) st.opt->set_momentum(u.momentum);
+  st.opt->step(span<float>(st.values), u.grad.values(), u.lr);
+  st.version = u.version;
+  auto& last = st.applied_steps[u.worker];
+  last = std::max(last, u.step);
+  st.replicated += 1;
+  st.old_snapshots.keep(std::move(st.snapshot));
+  st.snapshot = tensor();
+  return st.version;
+}
+
+namespace {
+
+using shard_ptr = replicated_shard_actor::stateful_pointer<shard_state>;
+
+/// Answers every push waiting for the replica up to `version`, in order.
+void release_waiting(shard_state& st, std::int64_t version) {
+  while (!st.waiting.empty() && st.waiting.front().version <= version) {
+    auto deliver = std::move(st.waiting.front().deliver);
+    st.waiting.pop_front();
+    deliver();
+  }
+}
+
+/// The replica is gone (its node went down, or it refused an update): this shard goes on alone,
+/// and what waited for the replica is answered.
+void drop_replica(shard_state& st) {
+  st.replica = nullptr;
+  release_waiting(st, std::numeric_limits<std::int64_t>::max());
+}
+
+/// Answers a push once the replica has the update it applied (at once without a replica, or
+/// when nothing is in flight to it and the push changed nothing). Answers leave in order.
+template <class Answer>
+caf::result<Answer> answer_after_replica(shard_ptr self, applied_update& upd,
+                                         std::function<Answer()> make) {
+  auto& st = self->state;
+  if (!st.replica || (!upd.applied && st.waiting.empty())) return make();
+  auto rp = self->make_response_promise<Answer>();
+  st.waiting.push_back({st.version, [rp, make]() mutable { rp.deliver(make()); }});
+  if (upd.applied)
+    self->request(st.replica, caf::infinite, replicate_atom::value, std::move(upd.update))
+        .then([self](std::int64_t v) { release_waiting(self->state, v); },
+              [self](caf::error&) { drop_replica(self->state); });
+  return rp;
+}
+
+}  // namespace
+
+replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
   auto& st = self->state;
   st.index = cfg.index;
   st.values = std::move(cfg.init);
@@ -103,21 +186,53 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
     st.old_snapshots = tensor_pool(static_cast<std::size_t>(cfg.staleness.history) + 4);
   st.stats.shard = cfg.index;
   st.stats.staleness_histogram.assign(cfg.histogram_bins, 0);
+  self->set_down_handler([self](const caf::down_msg& dm) {
+    if (self->state.replica && dm.source == self->state.replica.address())
+      drop_replica(self->state);
+  });
   return {
       [self](pull_atom, const pull_request&) -> weights {
         self->state.stats.pulls += 1;
         return current(self->state);
       },
       [self](push_atom, gradient& g) -> caf::result<push_ack> {
-        auto ack = apply_push(self->state, g);
+        applied_update upd;
+        auto ack = apply_push(self->state, g, self->state.replica ? &upd : nullptr);
         if (!ack) return std::move(ack.error());
-        return *ack;
+        return answer_after_replica<push_ack>(self, upd, [a = *ack] { return a; });
       },
       [self](push_pull_atom, gradient& g) -> caf::result<weights> {
-        auto ack = apply_push(self->state, g);
+        applied_update upd;
+        auto ack = apply_push(self->state, g, self->state.replica ? &upd : nullptr);
         if (!ack) return std::move(ack.error());
         self->state.stats.pulls += 1;
-        return current(self->state);
+        // The weights as they stand when the answer leaves: this update and maybe later ones.
+        return answer_after_replica<weights>(self, upd, [self] { return current(self->state); });
+      },
+      // Replica side: the primary's updates, in order.
+      [self](replicate_atom, const replica_update& u) -> caf::result<std::int64_t> {
+        auto v = apply_replicated(self->state, u);
+        if (!v) {
+          // No longer a faithful copy: it goes, so nobody promotes it (the primary goes on
+          // alone; the coordinator forgets the replica when it sees it down).
+          self->quit(v.error());
+          return std::move(v.error());
+        }
+        return *v;
+      },
+      // Primary side: from now on every applied update goes to `r` first. The replica starts
+      // from this shard's state as it stands (sent ahead of every update).
+      // An empty handle: the replica is gone (the coordinator saw its node go), go on alone.
+      [self](replica_atom, replica_sink_actor r) {
+        auto& st = self->state;
+        if (st.replica) drop_replica(st);
+        if (!r) return;
+        st.replica = std::move(r);
+        self->monitor(st.replica);
+        auto os = st.opt->state();
+        self->request(st.replica, caf::infinite, restore_atom::value,
+                      shard_checkpoint{st.index, st.version, -1, st.values, os.steps, os.slots})
+            .then([](std::int64_t) {}, [self](caf::error&) { drop_replica(self->state); });
       },
       [self](stats_atom) -> shard_stats {
         auto s = self->state.stats;
@@ -152,6 +267,10 @@ shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self
         st.rule.forget_weights();
         st.old_snapshots.keep(std::move(st.snapshot));
         st.snapshot = tensor();
+        st.applied_steps.clear();  // a resumed job's workers start over from the cut
+        if (st.replica)  // the replica follows: it restores the same state, ahead of any update
+          self->request(st.replica, caf::infinite, restore_atom::value, c)
+              .then([](std::int64_t) {}, [self](caf::error&) { drop_replica(self->state); });
         return st.version;
       },
       // Only a barrier waits for workers; a shard has nothing to forget.

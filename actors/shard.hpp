@@ -1,5 +1,8 @@
 #pragma once
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -29,12 +32,39 @@ struct shard_state {
   int buffered = 0;              ///< pushes summed into `sum` so far
   std::vector<float> sum;        ///< buffer > 1: their gradients, scaled by their step factors
   shard_stats stats;
+  // Hot replicas ([cluster] replicas = 1). A primary streams every applied update to `replica`
+  // and answers a push only once the replica has it (chain replication: what a worker saw
+  // acknowledged survives the primary); `waiting` holds those answers, in order, by the version
+  // they wait for. A replica applies the stream; promoted, it is the shard.
+  replica_sink_actor replica;
+  struct waiting_answer {
+    std::int64_t version = 0;
+    std::function<void()> deliver;
+  };
+  std::deque<waiting_answer> waiting;
+  /// The last step applied per worker, kept by a primary with a replica and by a replica: a push
+  /// resent after a failover (step <= this) is answered without applying it twice.
+  std::map<std::int32_t, std::int64_t> applied_steps;
+  std::int64_t replicated = 0;  ///< updates applied from a primary's stream (replica side)
 };
 
-shard_actor::behavior_type shard(shard_actor::stateful_pointer<shard_state> self, shard_config cfg);
+replicated_shard_actor::behavior_type shard(
+    replicated_shard_actor::stateful_pointer<shard_state> self, shard_config cfg);
+
+/// The update a push applied, as a replica applies it (apply_push fills it when asked).
+struct applied_update {
+  bool applied = false;  ///< the values changed (not dropped, buffered or a duplicate)
+  replica_update update;
+};
 
 /// Applies a gradient to a shard's state (the arithmetic of push, with no actor around it).
 /// Returns the ack, or an error (bad length, non-finite values) leaving the state untouched.
-caf::expected<push_ack> apply_push(shard_state& st, gradient& g);
+/// `out`: filled with what was applied, for a replica. A push from a worker at a step the shard
+/// applied already (st.applied_steps, after a failover) is acknowledged and not applied again.
+caf::expected<push_ack> apply_push(shard_state& st, gradient& g, applied_update* out = nullptr);
+
+/// Applies a primary's update to a replica's state (the replica side of apply_push). An update
+/// that does not follow the replica's version, or of the wrong length, is refused.
+caf::expected<std::int64_t> apply_replicated(shard_state& st, const replica_update& u);
 
 }  // namespace actrain

@@ -1,6 +1,7 @@
 #include "actors/worker.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <thread>
 
 #include <actrain/optim.hpp>
@@ -28,7 +29,7 @@ void report(self_ptr self, bool finished) {
 void on_slice(self_ptr self, std::size_t s, std::int64_t step, weights& w) {
   auto& st = self->state;
   st.answers += 1;
-  if (st.stopped || step != st.fetch_step) return;
+  if (st.stopped || step != st.fetch_step || st.have_slice[s]) return;
   auto expect = static_cast<std::size_t>(st.ranges[s].end - st.ranges[s].begin);
   // Weights from another node are checked here; a handle on this node is a shard that validated
   // every push it applied, or a shard_proxy that checks what it received (the scan of an 814 KB
@@ -50,6 +51,7 @@ void on_slice(self_ptr self, std::size_t s, std::int64_t step, weights& w) {
   }
   st.slices[s] = std::move(w.values);
   st.slice_versions[s] = w.version;
+  st.have_slice[s] = 1;
   if (++st.fetched == st.shards.size()) {
     st.ready = true;
     try_compute(self);
@@ -61,25 +63,96 @@ void expect_slices(worker_state& st, std::int64_t step) {
   st.fetch_step = step;
   st.fetched = 0;
   st.ready = false;
+  std::fill(st.have_slice.begin(), st.have_slice.end(), 0);
+}
+
+/// A request to shard `s` failed. Without replicas the worker fails with it. With replicas, a
+/// shard that cannot be reached (its node went down: CAF's own errors) is waited for: the
+/// coordinator moves it to its replica (moved_atom) and the worker resends; the watchdog still
+/// ends a wait that nothing answers.
+void on_shard_error(self_ptr self, std::size_t s, std::uint32_t generation, caf::error& err) {
+  auto& st = self->state;
+  if (st.replicated && generation != st.generation[s]) return;  // an earlier handle's answer
+  if (!st.replicated || err.category() == errc_category()) {
+    self->quit(err);
+    return;
+  }
+}
+
+/// Asks shard `s` for its slice of `step`.
+void pull_slice(self_ptr self, std::size_t s, std::int64_t step) {
+  auto& st = self->state;
+  auto gen = st.generation[s];
+  self->request(st.shards[s], caf::infinite, pull_atom::value, pull_request{st.cfg.id, step})
+      .then(
+          [self, s, step, gen](weights& w) {
+            if (gen == self->state.generation[s]) on_slice(self, s, step, w);
+          },
+          [self, s, gen](caf::error& err) { on_shard_error(self, s, gen, err); });
 }
 
 /// Asks every shard for the weights to compute `step` with.
 void fetch(self_ptr self, std::int64_t step) {
   auto& st = self->state;
   expect_slices(st, step);
-  for (std::size_t s = 0; s < st.shards.size(); ++s) {
-    self->request(st.shards[s], caf::infinite, pull_atom::value, pull_request{st.cfg.id, step})
-        .then([self, s, step](weights& w) { on_slice(self, s, step, w); },
-              [self](caf::error& err) { self->quit(err); });
-  }
+  for (std::size_t s = 0; s < st.shards.size(); ++s) pull_slice(self, s, step);
 }
 
 void on_ack(self_ptr self, std::size_t s, const push_ack& ack) {
   auto& st = self->state;
   st.answers += 1;
   st.in_flight[s] -= 1;
+  if (st.replicated && !st.unacked[s].empty()) st.unacked[s].pop_front();
   st.pending.max_staleness = std::max(st.pending.max_staleness, ack.staleness);
   try_compute(self);
+}
+
+/// Sends one push (or push_pull, whose answer is also the weights of step `next`) to shard `s`.
+void send_push(self_ptr self, std::size_t s, bool push_pull, gradient g, std::int64_t next) {
+  auto& st = self->state;
+  auto gen = st.generation[s];
+  if (st.replicated) st.unacked[s].emplace_back(push_pull, g);
+  if (push_pull) {
+    // One request per shard and step: the answer is both the ack and the next step's weights.
+    self->request(st.shards[s], caf::infinite, push_pull_atom::value, std::move(g))
+        .then(
+            [self, s, next, gen](weights& w) {
+              auto& st = self->state;
+              if (gen != st.generation[s]) return;
+              st.in_flight[s] -= 1;
+              if (st.replicated && !st.unacked[s].empty()) st.unacked[s].pop_front();
+              on_slice(self, s, next, w);
+            },
+            [self, s, gen](caf::error& err) { on_shard_error(self, s, gen, err); });
+    return;
+  }
+  self->request(st.shards[s], caf::infinite, push_atom::value, std::move(g))
+      .then(
+          [self, s, gen](push_ack& ack) {
+            if (gen == self->state.generation[s]) on_ack(self, s, ack);
+          },
+          [self, s, gen](caf::error& err) { on_shard_error(self, s, gen, err); });
+}
+
+/// Shard `s` moved to its replica at `h`: what was not acknowledged goes there again (a push the
+/// replica has already is acknowledged without being applied twice), and a slice still missing
+/// is asked for there.
+void on_moved(self_ptr self, std::int32_t index, shard_actor h) {
+  auto& st = self->state;
+  if (index < 0 || static_cast<std::size_t>(index) >= st.shards.size() || !h || st.stopped) return;
+  auto s = static_cast<std::size_t>(index);
+  st.shards[s] = std::move(h);
+  st.generation[s] += 1;
+  st.answers += 1;  // the watchdog counts this as an answer: the wait starts over
+  auto resend = std::move(st.unacked[s]);
+  st.unacked[s].clear();
+  st.in_flight[s] = 0;
+  for (auto& [push_pull, g] : resend) {
+    st.in_flight[s] += 1;
+    auto next = g.step + 1;  // a push_pull's answer is the weights of the step after its own
+    send_push(self, s, push_pull, std::move(g), next);
+  }
+  if (st.fetch_step >= 0 && !st.ready && !st.have_slice[s]) pull_slice(self, s, st.fetch_step);
 }
 
 /// The rows of the next mini-batch into x/y; 0 when all assigned work is done. A resumed worker
@@ -201,20 +274,7 @@ void compute_and_push(self_ptr self) {
     st.pending.bytes_sent += payload_bytes(g);
     st.in_flight[s] += 1;
     st.max_in_flight_seen = std::max(st.max_in_flight_seen, st.in_flight[s]);
-    if (st.cfg.push_pull) {
-      // One request per shard and step: the answer is both the ack and the next step's weights.
-      self->request(st.shards[s], caf::infinite, push_pull_atom::value, std::move(g))
-          .then(
-              [self, s, next = st.step](weights& w) {
-                self->state.in_flight[s] -= 1;
-                on_slice(self, s, next, w);
-              },
-              [self](caf::error& err) { self->quit(err); });
-      continue;
-    }
-    self->request(st.shards[s], caf::infinite, push_atom::value, std::move(g))
-        .then([self, s](push_ack& ack) { on_ack(self, s, ack); },
-              [self](caf::error& err) { self->quit(err); });
+    send_push(self, s, st.cfg.push_pull, std::move(g), st.step);
   }
   st.pending.samples += rows;
   st.pending.loss_sum += ls.loss;
@@ -429,6 +489,10 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
           st.slice_versions.assign(st.shards.size(), 0);
           st.base_versions.assign(st.shards.size(), 0);
           st.in_flight.assign(st.shards.size(), 0);
+          st.replicated = a.replicated;
+          st.generation.assign(st.shards.size(), 0);
+          st.unacked.assign(st.shards.size(), {});
+          st.have_slice.assign(st.shards.size(), 0);
           arm_watchdog(self);
         }
         add_work(self, a);
@@ -442,6 +506,7 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
         self->quit();
       },
       [self](release_atom, std::int32_t share) { return release(self->state, share); },
+      [self](moved_atom, std::int32_t s, shard_actor h) { on_moved(self, s, std::move(h)); },
   };
 }
 

@@ -54,6 +54,13 @@ struct worker_state {
   std::vector<std::int64_t> base_versions;  ///< versions the params in use were built from
   bool ready = false;                       ///< all slices of fetch_step are in
   std::vector<int> in_flight;               ///< pushes outstanding per shard
+  /// Hot replicas (worker_assignment::replicated): per shard, the handle's generation (answers
+  /// from an earlier handle are ignored), the pushes not acknowledged yet (resent when the shard
+  /// moves to its replica), and whether its slice of fetch_step is in.
+  bool replicated = false;
+  std::vector<std::uint32_t> generation;
+  std::vector<std::deque<std::pair<bool, gradient>>> unacked;  ///< (push_pull, gradient)
+  std::vector<char> have_slice;
   int max_in_flight_seen = 0;               ///< for tests of back-pressure
   std::int64_t answers = 0;                 ///< shard replies received (watchdog)
   std::int64_t answers_at_tick = -1;        ///< `answers` at the previous watchdog tick

@@ -52,6 +52,11 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
     throw std::invalid_argument("cluster.max-workers must be in [0, 4096], got " +
                                 std::to_string(max_workers));
   o.max_workers = static_cast<int>(max_workers);
+  auto replicas = get_or(c, "cluster.replicas", static_cast<std::int64_t>(o.replicas));
+  if (replicas < 0 || replicas > 1)
+    throw std::invalid_argument("cluster.replicas must be 0 or 1, got " +
+                                std::to_string(replicas));
+  o.replicas = static_cast<int>(replicas);
   o.heartbeat = ms("cluster.heartbeat", o.heartbeat);
   o.connection_timeout = ms("cluster.connection-timeout", o.connection_timeout);
   o.join_timeout = ms("cluster.join-timeout", o.join_timeout);

@@ -413,6 +413,10 @@ worker_actor::behavior_type chunking_front(
       [self](release_atom, std::int32_t share) {
         return self->delegate(self->state.worker, release_atom::value, share);
       },
+      // Jobs with replicas do not chunk (validate(cluster_options)): passed on as it is.
+      [self](moved_atom, std::int32_t s, shard_actor h) {
+        self->send(self->state.worker, moved_atom::value, s, std::move(h));
+      },
   };
 }
 

@@ -31,6 +31,7 @@ namespace {
 
 struct cluster_members {
   std::vector<shard_actor> shards;
+  std::vector<replicated_shard_actor> replicas;  ///< per shard ([cluster] replicas = 1)
   std::vector<worker_actor> workers;
   std::map<caf::node_id, std::string> names;  ///< registered nodes' names
 };
@@ -52,6 +53,7 @@ struct registrar_state {
   std::map<std::int32_t, worker_actor> joined;  ///< by index: each joins once
   std::map<caf::node_id, std::string> early_names;
   int shards_joined = 0;
+  int replicas_joined = 0;
   int workers_joined = 0;
   std::vector<caf::typed_response_promise<bool>> waiting;
   std::vector<ps_endpoint> peers;  ///< per ps index
@@ -68,10 +70,16 @@ struct registrar_state {
   std::string own_name;
   observe::metrics_hub* hub = nullptr;
 
-  bool complete() const { return shards_joined == job.shards && workers_joined == job.workers; }
+  bool complete() const {
+    return shards_joined == job.shards && workers_joined == job.workers &&
+           (opts.replicas == 0 || replicas_joined == job.shards);
+  }
   std::string status() const {
     return std::to_string(next_ps) + " of " + std::to_string(opts.ps_nodes) + " ps nodes, " +
            std::to_string(shards_joined) + " of " + std::to_string(job.shards) + " shards, " +
+           (opts.replicas > 0 ? std::to_string(replicas_joined) + " of " +
+                                    std::to_string(job.shards) + " replicas ([cluster] replicas), "
+                              : std::string{}) +
            std::to_string(workers_joined) + " of " + std::to_string(job.workers) +
            " workers joined";
   }
@@ -258,6 +266,8 @@ std::string on_stop(registrar_ptr self) {
   auto& st = self->state;
   for (auto& s : st.members->shards)
     if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
+  for (auto& s : st.members->replicas)
+    if (s) self->send_exit(s, caf::exit_reason::user_shutdown);
   for (auto& w : st.members->workers)
     if (w) self->send(w, stop_atom::value);
   for (auto& [index, w] : st.joined) self->send(w, stop_atom::value);
@@ -282,6 +292,7 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
   st.on_event = std::move(on_event);
   st.members = std::move(members);
   st.members->shards.resize(static_cast<std::size_t>(st.job.shards));
+  st.members->replicas.resize(static_cast<std::size_t>(st.job.shards));
   st.members->workers.resize(static_cast<std::size_t>(st.job.workers));
   st.max_workers = st.opts.max_workers > 0 ? std::max(st.opts.max_workers, st.job.workers)
                                            : 2 * st.job.workers;
@@ -296,6 +307,12 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
              const std::string& name) { return on_hello(self, role, token, version, probe, name); },
       [self](join_shard_atom, std::int32_t index, shard_actor h) {
         join(self, self->state.members->shards, index, std::move(h), self->state.shards_joined);
+      },
+      // Kept (and stopped with the cluster) even when this node wants none: a ps node started
+      // with replicas = 1 under a coordinator without them holds copies nobody uses.
+      [self](join_replica_atom, std::int32_t index, replicated_shard_actor h) {
+        join(self, self->state.members->replicas, index, std::move(h),
+             self->state.replicas_joined);
       },
       [self](join_worker_atom, std::int32_t index, worker_actor h) {
         if (index >= self->state.job.workers) return join_late_worker(self, index, std::move(h));
@@ -420,6 +437,10 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
   };
   for (auto& wk : members.workers) cc.worker_nodes.push_back(name_of(wk.node()));
   for (auto& sh : members.shards) cc.shard_nodes.push_back(name_of(sh.node()));
+  if (opts.replicas > 0) {
+    cc.replicas = members.replicas;
+    for (auto& r : members.replicas) cc.replica_nodes.push_back(name_of(r.node()));
+  }
   cc.hooks = hooks.engine;  // a copy: a ps node's recovery runs the job again with them
   cc.resume = std::move(resume);
   auto coord = sys.spawn(coordinator, std::move(cc));
@@ -530,6 +551,7 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
                                 std::to_string(opts.max_workers));
   const auto topo = plan_topology(job, placement::cluster);
   validate(opts.chunking);
+  validate_replicas(job, opts);
   default_blas_threads(1);
   if (uses_chunking(job, opts) && hooks.on_event)
     hooks.on_event("shard slices up to " + std::to_string(max_slice_bytes(job)) +

@@ -156,6 +156,27 @@ std::size_t max_slice_bytes(const job_spec& job) {
   return most;
 }
 
+void validate_replicas(const job_spec& job, const cluster_options& opts) {
+  if (opts.replicas < 0 || opts.replicas > 1)
+    throw std::invalid_argument("cluster.replicas must be 0 or 1, got " +
+                                std::to_string(opts.replicas));
+  if (opts.replicas == 0) return;
+  auto refuse = [](const std::string& why) {
+    throw std::invalid_argument("cluster.replicas = 1 " + why);
+  };
+  if (opts.ps_nodes < 2) refuse("needs cluster.ps-nodes >= 2 (a replica lives on another node)");
+  if (job.mode != "async")
+    refuse("is built for async jobs; a " + job.mode +
+           " job recovers a lost ps from its checkpoints ([checkpoint] dir, "
+           "[cluster] rejoin-timeout)");
+  if (job.staleness.buffer > 1)
+    refuse("cannot replicate buffered pushes (staleness.buffer = " +
+           std::to_string(job.staleness.buffer) + ")");
+  if (uses_chunking(job, opts))
+    refuse("cannot replicate chunked slices: raise cluster.chunk-bytes above " +
+           std::to_string(max_slice_bytes(job)) + " or set it to 0");
+}
+
 bool uses_chunking(const job_spec& job, const cluster_options& opts) {
   return needs_chunking(max_slice_bytes(job), opts.chunking);
 }

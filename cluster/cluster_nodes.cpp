@@ -92,11 +92,12 @@ caf::expected<registration> register_node(caf::actor_system& sys, caf::scoped_ac
 /// shard handles the coordinator hands out later reach the shards without crossing it. A ps
 /// node that cannot be reached stays reachable through the coordinator.
 void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const registrar_actor& reg,
-                   const cluster_options& opts) {
+                   const cluster_options& opts, int only = -1) {
   std::vector<ps_endpoint> peers;
   self->request(reg, opts.join_timeout, peers_atom::value)
       .receive([&](std::vector<ps_endpoint>& p) { peers = std::move(p); }, [&](caf::error&) {});
   for (std::size_t i = 0; i < peers.size(); ++i) {
+    if (only >= 0 && static_cast<int>(i) != only) continue;
     const auto& host = peers[i].host;
     const auto port = peers[i].port;
     if (port == 0 || host.empty()) continue;
@@ -311,10 +312,17 @@ node_outcome serve_ps_node(caf::actor_system& sys, const job_spec& job, const cl
 node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
                          std::shared_ptr<node_control> control) {
   validate(opts.chunking);
+  validate_replicas(job, opts);
   bool chunked = uses_chunking(job, opts);
   return serve_ps_node(sys, job, opts, control,
                        [&](caf::scoped_actor& self, const registrar_actor& reg, std::int32_t index,
                            std::int32_t count, auto& keep) {
+                         // With replicas, updates go to the next ps node over a connection of
+                         // their own, open before this node's shards join (so before the job
+                         // runs): not through the coordinator node, where a switch of route
+                         // could reorder them, and a loss of that node is seen here at once.
+                         if (opts.replicas > 0 && count > 1 && opts.direct_connections)
+                           dial_ps_nodes(sys, self, reg, opts, (index + 1) % count);
                          auto configs = make_shard_configs(job);
                          auto sizes = slice_sizes(job);
                          for (std::size_t s = 0; s < configs.size(); ++s) {
@@ -328,6 +336,18 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
                              keep(caf::actor_cast<caf::actor>(h));
                            }
                            self->send(reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
+                         }
+                         // [cluster] replicas = 1: copies of the shards of the ps node before
+                         // this one, fed by their primaries once the job runs.
+                         if (opts.replicas < 1 || count < 2) return;
+                         auto copies = make_shard_configs(job);
+                         for (std::size_t s = 0; s < copies.size(); ++s) {
+                           if (static_cast<std::int32_t>(s) % count != (index + count - 1) % count)
+                             continue;
+                           auto r = sys.spawn(shard, std::move(copies[s]));
+                           keep(caf::actor_cast<caf::actor>(r));
+                           self->send(reg, join_replica_atom::value, static_cast<std::int32_t>(s),
+                                      r);
                          }
                        });
 }

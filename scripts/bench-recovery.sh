@@ -5,8 +5,12 @@
 #                coordinator says it waits for it;
 #   coordinator: kill -9 of the coordinator after the first checkpoint, restarted at once with
 #                --resume.
-# For each: detection (kill -> the coordinator's line, ps only), back (restart -> every node
-# registered again), total (kill -> every node registered again), and the job's final train MSE.
+#   replica:     kill -9 of a ps node after the first checkpoint with [cluster] replicas=1: the
+#                replicas of its shards on the other ps node take over (nothing restarts).
+# For each: detection (kill -> the coordinator's line, ps and replica), back (restart -> every node
+# registered again; replica: the coordinator's own time from seeing the loss to the replica
+# answering as the shard), total (kill -> every node registered again; replica: kill -> the
+# coordinator's line that the replica took over), and the job's final train MSE.
 # Times are from polling the logs every 10 ms. Every process it starts is stopped by PID.
 #   scripts/bench-recovery.sh [--bin build/apps/actrain] [--runs N]
 set -euo pipefail
@@ -49,7 +53,7 @@ start() {  # start NAME ROLE ARGS...: one node, its log in $work/NAME.log
 }
 echo "| fault | run | detection ms | back ms | total ms | train MSE |"
 echo "| --- | --- | --- | --- | --- | --- |"
-for fault in ps coordinator; do
+for fault in ps coordinator replica; do
   for run in $(seq "$runs"); do
     rm -rf "$work"/*
     port=$(( 21000 + (RANDOM % 8000) ))
@@ -57,13 +61,28 @@ for fault in ps coordinator; do
           --cluster.port="$port" --cluster.join-timeout=30000 --cluster.rejoin-timeout=30000
           --job.workers=3 --job.shards=2 --job.epochs=6 --data.rows=20000 --data.features=20
           --checkpoint.dir="$work/ckpt" --checkpoint.every-steps=400)
+    [[ $fault == replica ]] && args+=(--cluster.replicas=1)
     start coord coordinator "${args[@]}"
     wait_line "$work/coord.log" "listening on port" 1
     start ps0 ps "${args[@]}"; start ps1 ps "${args[@]}"
     for w in 0 1 2; do start "w$w" worker "${args[@]}"; done
     wait_line "$work/coord.log" "checkpoint written" 1
     detect=-
-    if [[ $fault == ps ]]; then
+    if [[ $fault == replica ]]; then
+      t0=$(now); kill -KILL "$pid_ps0"
+      wait_line "$work/coord.log" "took over at version" 1
+      t2=$(now); t1=$t2; detect=$(ms "$t0" "$t2")
+      log="$work/coord.log"
+      wait_line "$log" "result: train loss" 1
+      mse=$(sed -n 's/.*result: train loss \([^,]*\),.*/\1/p' "$log")
+      took=$(sed -n 's/.*took over at version [0-9]* in \([0-9.]*\) ms.*/\1/p' "$log")
+      ends=$(sed -n 's/.*replicated shards end at versions \(.*\)/\1/p' "$log")
+      echo "| $fault | $run | $detect | $took | $detect | $mse |"
+      echo "  (replica run $run: replicated shards end at versions $ends)" >&2
+      for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+      pids=()
+      continue
+    elif [[ $fault == ps ]]; then
       t0=$(now); kill -KILL "$pid_ps0"
       wait_line "$work/coord.log" "once its ps node is back" 1
       t1=$(now); detect=$(ms "$t0" "$t1")

@@ -109,7 +109,18 @@ struct cluster_options {
   /// address the coordinator sees this node's connection come from.
   std::string advertise_host;
   tls_options tls;  ///< TLS between nodes; off when no file is named
+  /// Hot replicas of the shards (chain replication, 0 or 1): with 1, every ps node also holds a
+  /// replica of the shards of the ps node registered before it (ps 0: of the last one). A
+  /// primary answers a push once its replica applied the same update, so a ps node that goes
+  /// down loses no acknowledged update: its shards' replicas take over and the job goes on.
+  /// Needs ps-nodes >= 2 and an async job with neither chunked slices nor buffered pushes;
+  /// every node of the cluster must say the same (the coordinator waits for the replicas).
+  int replicas = 0;
 };
+
+/// Throws std::invalid_argument naming the key when `opts` asks for replicas the job cannot
+/// have (see cluster_options::replicas).
+void validate_replicas(const job_spec& job, const cluster_options& opts);
 
 /// Where a ps node's peer port binds: "" = every interface (see cluster_options::listen_host).
 std::string ps_listen_address(const cluster_options& opts);

@@ -102,6 +102,11 @@ struct coordinator_config {
   /// front or shard (a coordinator node restarts the job from its last checkpoint once the lost
   /// ps node is back). False: the job fails, every actor told why.
   bool shard_loss_recoverable = false;
+  /// Hot replicas ([cluster] replicas = 1): per shard, a copy on another node that its primary
+  /// streams every applied update to (empty: none). A primary that goes down is replaced by its
+  /// replica and the job goes on; the fronts must be the shards themselves (async, no chunking).
+  std::vector<replicated_shard_actor> replicas{};
+  std::vector<std::string> replica_nodes{};  ///< the node each replica runs on
   engine_hooks hooks;
   /// When set, the job continues from this checkpoint: the shards are restored, every worker
   /// replays its readers to the cut, and the history and counts go on from there.

@@ -21,10 +21,11 @@
 namespace actrain {
 
 /// Bumped whenever a message layout changes; checked when a node registers.
+/// 11: hot replicas of shards (replicate, replica, moved, join_replica);
 /// 10: a worker joins a running job (coordinator join_worker, worker release);
 /// 7: sparse shards' row messages; 5: doubles as their IEEE 754 bits, float vectors as raw blocks
 /// (wire.hpp); 4: checkpoints at a step, resumed assignments.
-constexpr std::uint32_t protocol_version = 10;
+constexpr std::uint32_t protocol_version = 11;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -48,12 +49,20 @@ using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using chunk_atom = caf::atom_constant<caf::atom("chunk")>;
 /// Coordinator -> worker (share): give up 1/share of the work not started yet (released_work).
 using release_atom = caf::atom_constant<caf::atom("release")>;
+/// Primary shard -> its replica (replica_update): apply the update the primary applied.
+using replicate_atom = caf::atom_constant<caf::atom("replicate")>;
+/// Coordinator -> primary shard (replica handle): stream every applied update to it from now on.
+using replica_atom = caf::atom_constant<caf::atom("replica")>;
+/// Coordinator -> worker (shard index, handle): that shard's primary was lost; its replica took
+/// over at this handle.
+using moved_atom = caf::atom_constant<caf::atom("moved")>;
 /// A worker to itself, every worker_config::timeout (worker_impl, never from outside).
 using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;
 // Registration of nodes with the coordinator node's registrar (registrar_actor below).
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using join_shard_atom = caf::atom_constant<caf::atom("joinshard")>;
 using join_worker_atom = caf::atom_constant<caf::atom("joinworker")>;
+using join_replica_atom = caf::atom_constant<caf::atom("joinrepl")>;
 using members_atom = caf::atom_constant<caf::atom("members")>;
 using peer_atom = caf::atom_constant<caf::atom("peer")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
@@ -104,6 +113,22 @@ struct push_ack {
   /// false: dropped by the staleness policy or as late. true: taken; with buffered
   /// aggregation (staleness_policy::buffer) it may wait in the buffer, the version unchanged.
   bool applied = true;
+};
+
+/// One update a primary shard applied, as its replica applies it (chain replication,
+/// [cluster] replicas = 1): the gradient after the primary's staleness rule (delay compensation,
+/// buffering), the step size and momentum it used. The replica runs the same optimizer step on
+/// the same values, so both hold the same bits. `worker` and `step` name the push it came from:
+/// a worker that resends a push after a failover finds it applied already.
+struct replica_update {
+  std::int32_t shard = 0;
+  std::int64_t version = 0;  ///< the primary's version after this update (replica's + 1)
+  float lr = 0;
+  float momentum = -1;  ///< the momentum coefficient the step used; < 0: the rule has none
+  std::int64_t staleness = 0;
+  std::int32_t worker = 0;
+  std::int64_t step = 0;
+  tensor grad;
 };
 
 /// A shard's (or barrier's) counters.
@@ -288,6 +313,11 @@ typename Inspector::result_type inspect(Inspector& f, tensor_chunk& x) {
            x.part);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, replica_update& x) {
+  return f(caf::meta::type_name("replica_update"), x.shard, x.version, x.lr, x.momentum,
+           x.staleness, x.worker, x.step, x.grad);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, push_ack& x) {
   return f(caf::meta::type_name("push_ack"), x.version, x.staleness, x.applied);
 }
@@ -405,6 +435,18 @@ using shard_actor =
                      caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>,
                      caf::reacts_to<leave_atom, std::int32_t>>;
 
+/// What a primary shard needs of its replica: the state to start from (restore) and every
+/// update it applies after that, in order (replicate -> the replica's version).
+using replica_sink_actor =
+    caf::typed_actor<caf::replies_to<replicate_atom, replica_update>::with<std::int64_t>,
+                     caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>>;
+
+/// What a dense shard is spawned as: a shard_actor that can also be a replica (replicate) and be
+/// given one (replica). A replica is a whole shard: promoted, it answers workers as it stands.
+using replicated_shard_actor =
+    shard_actor::extend<caf::replies_to<replicate_atom, replica_update>::with<std::int64_t>,
+                        caf::reacts_to<replica_atom, replica_sink_actor>>;
+
 /// A sparse shard (the rows of one embedding table that map to it), or a sparse barrier in front
 /// of one. leave: a worker finished or was lost (a barrier stops waiting for it).
 using sparse_shard_actor =
@@ -430,11 +472,14 @@ struct worker_assignment {
   /// Resume: batches of this and the following assignments to read and skip before computing
   /// (they were trained before the checkpoint's cut).
   std::int64_t skip = 0;
+  /// The shards have hot replicas: a shard that stops answering may move (moved_atom), so the
+  /// worker keeps its unacknowledged pushes to resend and waits for the move instead of failing.
+  bool replicated = false;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_assignment& x) {
   return f(caf::meta::type_name("worker_assignment"), x.worker, x.shards, x.ranges, x.rows,
-           x.epochs, x.start_step, x.reports_to, x.skip);
+           x.epochs, x.start_step, x.reports_to, x.skip, x.replicated);
 }
 
 /// What a worker gives up for a worker that joined the job (release_atom). Only epochs not
@@ -454,10 +499,11 @@ typename Inspector::result_type inspect(Inspector& f, released_work& x) {
 
 /// A worker: started with an assignment (again to add rows), stopped with stop_atom; asked to
 /// release part of its work when another joins (share >= 2; nothing while it replays a resumed
-/// cut or has stopped).
+/// cut or has stopped); told that a shard moved to its replica (moved: index, new handle).
 using worker_actor =
     caf::typed_actor<caf::reacts_to<assign_atom, worker_assignment>, caf::reacts_to<stop_atom>,
-                     caf::replies_to<release_atom, std::int32_t>::with<released_work>>;
+                     caf::replies_to<release_atom, std::int32_t>::with<released_work>,
+                     caf::reacts_to<moved_atom, std::int32_t, shard_actor>>;
 /// What a worker is spawned as: worker_actor plus its own watchdog ticks. Handed out as
 /// worker_actor only.
 using worker_impl = worker_actor::extend<caf::reacts_to<watchdog_atom>>;
@@ -506,6 +552,8 @@ using checkpoint_writer_actor =
 ///          that role, the registrar's probe); refused with bad_token / version_mismatch /
 ///          bad_config naming what differs.
 ///   join_shard / join_worker: (index, handle) once the node's actors run.
+///   join_replica: (shard index, handle) a ps node's replica of another ps node's shard
+///          ([cluster] replicas = 1: shard s is replicated on the ps node after its own).
 ///   peer: (ps index, endpoint) where workers reach that ps node (host "" = as seen here).
 ///   peers -> every ps node's endpoint, once all are known (worker nodes dial them).
 ///   members -> true once every shard and worker joined (the coordinator node waits on it).
@@ -523,6 +571,7 @@ using registrar_actor =
     caf::typed_actor<caf::replies_to<hello_atom, std::string, std::string, std::uint32_t, tensor,
                                      std::string>::with<std::int32_t, std::int32_t, tensor>,
                      caf::reacts_to<join_shard_atom, std::int32_t, shard_actor>,
+                     caf::reacts_to<join_replica_atom, std::int32_t, replicated_shard_actor>,
                      caf::reacts_to<join_worker_atom, std::int32_t, worker_actor>,
                      caf::reacts_to<peer_atom, std::int32_t, ps_endpoint>,
                      caf::replies_to<peers_atom>::with<std::vector<ps_endpoint>>,
@@ -575,4 +624,7 @@ CAF_ADD_TYPE_ID(actrain, (actrain::table_stats))
 CAF_ADD_TYPE_ID(actrain, (actrain::sparse_shard_actor))
 CAF_ADD_TYPE_ID(actrain, (actrain::sparse_assignment))
 CAF_ADD_TYPE_ID(actrain, (actrain::sparse_worker_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::replica_update))
+CAF_ADD_TYPE_ID(actrain, (actrain::replica_sink_actor))
+CAF_ADD_TYPE_ID(actrain, (actrain::replicated_shard_actor))
 CAF_END_TYPE_ID_BLOCK(actrain)

@@ -332,5 +332,126 @@ TEST_F(shard_test, pulls_between_pushes_share_one_snapshot) {
   EXPECT_EQ(a.values[0], 1.f);                  // and the old snapshot is untouched
 }
 
+// -- hot replicas ---------------------------------------------------------------------------------
+
+struct replica_test : shard_test {
+  shard_config config(std::vector<float> init) {
+    shard_config c;
+    c.init = std::move(init);
+    c.optim.kind = "momentum";
+    c.optim.lr = 0.1f;
+    c.optim.momentum = 0.9f;
+    c.staleness.momentum = "corrected";  // the update depends on the staleness seen
+    c.staleness.delay_compensation = 0.5f;  // and on the weights handed out
+    return c;
+  }
+  shard_checkpoint saved(const shard_actor& s) {
+    self->send(s, checkpoint_atom::value, std::int64_t{-1});
+    ds.run();
+    shard_checkpoint out;
+    self->receive([&](shard_checkpoint& c) { out = std::move(c); },
+                  [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
+    return out;
+  }
+  /// A primary on {1, 2, 3, 4} and a replica spawned on zeros, joined: the replica starts from
+  /// the primary's state.
+  std::pair<replicated_shard_actor, replicated_shard_actor> pair() {
+    auto primary = ds.sys->spawn(shard, config({1.f, 2.f, 3.f, 4.f}));
+    auto replica = ds.sys->spawn(shard, config({0.f, 0.f, 0.f, 0.f}));
+    self->send(primary, replica_atom::value, caf::actor_cast<replica_sink_actor>(replica));
+    ds.run();
+    return {primary, replica};
+  }
+  static gradient step_of(std::int32_t worker, std::int64_t step, std::int64_t base, float x) {
+    auto g = grad({x, -x, 2 * x, 0.5f}, base, worker);
+    g.step = step;
+    return g;
+  }
+};
+
+TEST_F(replica_test, a_replica_holds_the_primarys_every_bit_after_stale_pushes) {
+  auto [primary, replica] = pair();
+  // Two workers, pulls between pushes (kept weights for delay compensation), staleness 0-2.
+  pull(primary, 0);
+  ASSERT_TRUE(push(primary, step_of(0, 0, 0, 0.5f)));
+  pull(primary, 1);
+  ASSERT_TRUE(push(primary, step_of(1, 0, 0, -0.25f)));  // stale by 1
+  ASSERT_TRUE(push(primary, step_of(0, 1, 1, 1.f)));     // stale by 1
+  pull(primary, 0);
+  ASSERT_TRUE(push(primary, step_of(1, 1, 1, 0.75f)));  // stale by 2
+  auto p = saved(primary);
+  auto r = saved(replica);
+  EXPECT_EQ(p.version, 4);
+  EXPECT_EQ(r.version, 4);
+  ASSERT_EQ(p.values.size(), r.values.size());
+  for (std::size_t i = 0; i < p.values.size(); ++i)
+    EXPECT_EQ(p.values[i], r.values[i]) << "value " << i << " differs";  // bit for bit
+  EXPECT_EQ(p.opt_steps, r.opt_steps);
+  EXPECT_EQ(p.opt_slots, r.opt_slots);  // the momentum buffer too
+  EXPECT_NE(p.values, std::vector<float>({1.f, 2.f, 3.f, 4.f}));
+}
+
+TEST_F(replica_test, a_push_is_answered_only_once_the_replica_applied_it) {
+  auto [primary, replica] = pair();
+  self->send(primary, push_atom::value, step_of(0, 0, 0, 0.5f));
+  // The primary takes the push and sends the update on; its answer waits for the replica.
+  ASSERT_TRUE(ds.sched->try_run_once());  // the primary
+  bool answered = false;
+  self->receive([&](push_ack&) { answered = true; }, caf::after(std::chrono::seconds(0)) >> [] {});
+  EXPECT_FALSE(answered) << "acknowledged before the replica had the update";
+  ds.run();  // the replica applies it, the primary answers
+  push_ack ack;
+  self->receive([&](push_ack& a) { ack = a; });
+  EXPECT_EQ(ack.version, 1);
+  EXPECT_EQ(saved(replica).version, 1);
+}
+
+TEST_F(replica_test, a_promoted_replica_takes_a_resent_push_once) {
+  auto [primary, replica] = pair();
+  ASSERT_TRUE(push(primary, step_of(3, 7, 0, 0.5f)));
+  self->send_exit(primary, caf::exit_reason::kill);  // the primary's node is gone
+  ds.run();
+  auto before = saved(replica);
+  ASSERT_EQ(before.version, 1);
+  // The worker did not see the answer and resends step 7: acknowledged, not applied again.
+  auto again = push(replica, step_of(3, 7, 0, 0.5f));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->version, 1);
+  EXPECT_EQ(saved(replica).values, before.values);
+  // Its next step is new.
+  auto next = push(replica, step_of(3, 8, 1, 0.5f));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->version, 2);
+  EXPECT_NE(saved(replica).values, before.values);
+}
+
+TEST_F(replica_test, a_replica_refuses_an_update_out_of_order_and_goes) {
+  auto replica = ds.sys->spawn(shard, config({0.f, 0.f, 0.f, 0.f}));
+  self->monitor(replica);
+  replica_update u;
+  u.version = 2;  // the replica is at 0: an update was lost on the way
+  u.lr = 0.1f;
+  u.grad = tensor(std::vector<float>(4, 1.f));
+  self->send(replica, replicate_atom::value, u);
+  ds.run();
+  caf::error err;
+  self->receive([&](std::int64_t) { ADD_FAILURE() << "taken"; }, [&](caf::error& e) { err = e; });
+  EXPECT_NE(describe_error(err).find("replica of shard 0 at version 0 got the update to version 2"),
+            std::string::npos)
+      << describe_error(err);
+  bool down = false;
+  self->receive([&](caf::down_msg&) { down = true; }, caf::after(std::chrono::seconds(0)) >> [] {});
+  EXPECT_TRUE(down) << "a replica that is no longer a faithful copy must go";
+}
+
+TEST_F(replica_test, a_primary_whose_replica_went_down_answers_on_its_own) {
+  auto [primary, replica] = pair();
+  self->send_exit(replica, caf::exit_reason::kill);
+  ds.run();
+  auto ack = push(primary, step_of(0, 0, 0, 0.5f));
+  ASSERT_TRUE(ack) << describe_error(ack.error());
+  EXPECT_EQ(ack->version, 1);
+}
+
 }  // namespace
 }  // namespace actrain

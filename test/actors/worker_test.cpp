@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "actor_fixture.hpp"
+#include "actors/shard.hpp"
 #include "actors/worker.hpp"
 
 #include <actrain/errors.hpp>
@@ -254,6 +255,52 @@ TEST(worker_test, a_rewrite_walks_every_range_epoch_after_epoch_and_gives_nothin
 // The watchdog runs on the actor system's clock: on the test coordinator the test moves time,
 // nothing sleeps. A worker whose shard holds its push fails after two silent periods (the first
 // tick notes the answer count, the second finds it unchanged), naming the timeout.
+// Hot replicas: a shard that stops answering (its node died) moves to its replica. The worker
+// resends the pushes it had not seen acknowledged there, pulls what it still needed, and trains
+// on: the replica ends at exactly one version per step (nothing lost, nothing twice), and late
+// answers of the old handle change nothing.
+TEST(worker_test, a_moved_shard_gets_every_unacknowledged_push_again_and_nothing_twice) {
+  testing::deterministic_system ds;
+  caf::scoped_actor self{*ds.sys};
+  auto data = small_data(40);  // 10 steps of 4 rows
+  auto old_shard = ds.sys->spawn(holding_shard, std::size_t{3});
+  shard_config rc;
+  rc.init = std::vector<float>(3, 0.f);
+  rc.optim.kind = "sgd";
+  rc.optim.lr = 0.01f;
+  shard_actor replica = ds.sys->spawn(shard, rc);
+  auto wc = watched_worker(data, std::chrono::milliseconds(60000));
+  wc.window = 2;
+  auto w = ds.sys->spawn(worker, wc);
+  worker_assignment a;
+  a.shards = {old_shard};
+  a.ranges = {shard_range_t{0, 3}};
+  a.rows = {shard_range_t{0, 40}};
+  a.epochs = 1;
+  a.replicated = true;
+  self->send(w, assign_atom::value, a);
+  ds.run();  // two pushes out, neither answered: the worker waits
+  self->send(w, moved_atom::value, std::int32_t{0}, replica);
+  ds.run();
+  self->send(replica, stats_atom::value);
+  ds.run();
+  shard_stats st;
+  self->receive([&](shard_stats& s) { st = s; });
+  EXPECT_EQ(st.version, 10) << "every step once: the two unanswered ones resent";
+  EXPECT_EQ(st.pushes, 10);
+  // The old shard answers at last (both held pushes): the worker takes no notice.
+  EXPECT_EQ(pushes_seen(ds, self, old_shard), 2);
+  EXPECT_EQ(pushes_seen(ds, self, old_shard), 2);
+  self->send(replica, stats_atom::value);
+  ds.run();
+  self->receive([&](shard_stats& s) { st = s; });
+  EXPECT_EQ(st.version, 10);
+  for (auto a : {caf::actor_cast<caf::actor>(w), caf::actor_cast<caf::actor>(old_shard),
+                 caf::actor_cast<caf::actor>(replica)})
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  ds.run();
+}
+
 TEST(worker_test, the_watchdog_fails_a_worker_whose_shards_stop_answering) {
   testing::deterministic_system ds;
   caf::scoped_actor self{*ds.sys};

@@ -34,7 +34,8 @@ shard_actor::behavior_type dummy_shard() {
 
 worker_actor::behavior_type dummy_worker() {
   return {[](assign_atom, const worker_assignment&) {}, [](stop_atom) {},
-          [](release_atom, std::int32_t) { return released_work{}; }};
+          [](release_atom, std::int32_t) { return released_work{}; },
+          [](moved_atom, std::int32_t, const shard_actor&) {}};
 }
 
 registrar_actor::behavior_type dummy_registrar() {
@@ -44,6 +45,7 @@ registrar_actor::behavior_type dummy_registrar() {
         return {std::int32_t{0}, std::int32_t{1}, t};
       },
       [](join_shard_atom, std::int32_t, const shard_actor&) {},
+      [](join_replica_atom, std::int32_t, const replicated_shard_actor&) {},
       [](join_worker_atom, std::int32_t, const worker_actor&) {},
       [](peer_atom, std::int32_t, const ps_endpoint&) {},
       [](peers_atom) { return std::vector<ps_endpoint>{}; },
@@ -194,6 +196,16 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
   gradient half{2, 41, 40, 32, {}};
   half.half_values = {0x3c00, 0xc000, 0x7bff};
   EXPECT_EQ(round_trip<gradient>(half).half_values, half.half_values);
+  replica_update u{1, 77, 0.05f, 0.81f, 3, 2, 41, sample_tensor(9, -2.f)};
+  auto ru = round_trip<replica_update>(u);
+  EXPECT_EQ(ru.shard, 1);
+  EXPECT_EQ(ru.version, 77);
+  EXPECT_EQ(ru.lr, 0.05f);
+  EXPECT_EQ(ru.momentum, 0.81f);
+  EXPECT_EQ(ru.staleness, 3);
+  EXPECT_EQ(ru.worker, 2);
+  EXPECT_EQ(ru.step, 41);
+  EXPECT_TRUE(same(ru.grad, sample_tensor(9, -2.f)));
   engine_result res;
   auto& e = res.test;
   e.classes.precision = {0.5, 1};

@@ -231,6 +231,66 @@ TEST_F(sim_cluster_test, killing_a_ps_node_with_direct_links_fails_the_job_namin
   EXPECT_EQ(survivor.message.rfind("the job failed: ", 0), 0u) << survivor.message;
 }
 
+// With [cluster] replicas = 1 the same kill costs nothing: the replica of the lost node's shard,
+// on the other ps node, takes over and the job goes on. Every step a worker pushed reached every
+// shard exactly once (a primary answers a push once its replica has it; the workers resend what
+// was not answered), so both shards end at the same version, one per step, and the MSE is the
+// closed form's within 1e-3.
+TEST_F(sim_cluster_test, killing_a_ps_node_with_replicas_hands_its_shard_to_its_replica) {
+  auto c = make(test::linear_job(3));
+  c.cluster.replicas = 1;
+  auto cluster = start_and_wait_for_training(c);
+  cluster->kill_ps(0);
+  auto res = cluster->wait(25s);
+  ASSERT_TRUE(res.ok) << res.error;
+  auto index = cluster->ps_outcome(0, 5s).index;
+  EXPECT_TRUE(has_event(cluster->events(), "shard " + std::to_string(index) + " lost on node"));
+  EXPECT_TRUE(has_event(cluster->events(), "took over at version"));
+  std::int64_t steps = 0;  // no worker was lost: each walked its own rows
+  for (int w = 0; w < 3; ++w) {
+    auto r = shard_range(c.data->train.rows, 3, w);
+    steps += (r.second - r.first + c.job.batch - 1) / c.job.batch * c.job.epochs;
+  }
+  ASSERT_EQ(res.shards.size(), 2u);
+  for (auto& ss : res.shards) EXPECT_EQ(ss.version, steps) << "shard " << ss.shard;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(cluster->worker_outcome(i, 10s).ok) << i;
+  EXPECT_TRUE(cluster->ps_outcome(1, 10s).ok);
+  auto best = least_squares_mse(c.data->train);
+  EXPECT_LT((train_mse(c, res) - best) / best, 1e-3);
+}
+
+// What replicas cannot do is refused at start, naming the key.
+TEST(cluster_replicas, settings_replicas_cannot_serve_are_refused_by_name) {
+  auto job = test::sim_config(test::linear_job(3)).job;  // the model fitted to its data
+  cluster_options o;
+  o.ps_nodes = 2;
+  o.replicas = 1;
+  EXPECT_NO_THROW(validate_replicas(job, o));
+  auto refused = [&](const job_spec& j, const cluster_options& opts, const std::string& part) {
+    try {
+      validate_replicas(j, opts);
+      ADD_FAILURE() << "accepted; expected a refusal naming '" << part << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  auto one_ps = o;
+  one_ps.ps_nodes = 1;
+  refused(job, one_ps, "cluster.ps-nodes >= 2");
+  auto sync = job;
+  sync.mode = "sync";
+  refused(sync, o, "async jobs");
+  auto buffered = job;
+  buffered.staleness.buffer = 2;
+  refused(buffered, o, "staleness.buffer = 2");
+  auto chunked = o;
+  chunked.chunking.chunk_bytes = 8;  // below the 11-parameter slices
+  refused(job, chunked, "cluster.chunk-bytes");
+  auto two = o;
+  two.replicas = 2;
+  refused(job, two, "cluster.replicas must be 0 or 1");
+}
+
 // Sync across nodes: the barriers live on the coordinator node in front of the remote shards.
 // Every global step applies the row-weighted mean of the same three slices as in one process, so
 // the runs differ only by the order of three float additions per step: the trajectory matches to
