@@ -189,6 +189,29 @@ void join_worker(self_ptr self, std::int32_t index, worker_actor h, const std::s
     st.early_joins.emplace_back(index, std::move(h), node);
     return;
   }
+  // A worker replaying a resumed cut or having its list rewritten (right after a loss spread the
+  // lost rows) could release nothing: the joiner would get no share and idle to the end. It
+  // waits in its slot until they are done (maybe_revive), then takes its share.
+  bool busy = std::any_of(st.workers.begin(), st.workers.end(), [](const worker_track& t) {
+    return t.alive && !t.finished && (t.replaying || t.relisting);
+  });
+  if (busy) {
+    if (st.workers.size() <= j) {
+      st.workers.resize(j + 1);
+      for (auto& t : st.workers)
+        if (!t.handle) t.alive = false;  // a slot whose worker has not joined yet
+    }
+    if (st.cfg.worker_nodes.size() <= j) st.cfg.worker_nodes.resize(j + 1, "local");
+    st.cfg.worker_nodes[j] = node;
+    st.workers[j] = worker_track{};
+    st.workers[j].handle = h;
+    st.workers[j].alive = false;
+    self->monitor(h);
+    st.revive.push_back(j);
+    st.event("worker " + std::to_string(index) + " ('" + node +
+             "') joins once the others' lists are rewritten");
+    return;
+  }
   take_in(self, j, std::move(h), node, true);
 }
 
