@@ -175,6 +175,30 @@ std::int64_t take_released(self_ptr self, std::size_t d, std::size_t listed, std
 
 }  // namespace
 
+namespace {
+
+/// Slot j, fresh (a slot may hold a resumed checkpoint's leftovers: spread_joined_slots), on
+/// `node`; slots below it that no worker joined yet are not alive.
+worker_track& open_slot(coordinator_state& st, std::size_t j, const std::string& node) {
+  if (st.workers.size() <= j) {
+    st.workers.resize(j + 1);
+    for (auto& t : st.workers)
+      if (!t.handle) t.alive = false;  // a slot whose worker has not joined yet
+  }
+  if (st.cfg.worker_nodes.size() <= j) st.cfg.worker_nodes.resize(j + 1, "local");
+  st.cfg.worker_nodes[j] = node;
+  return st.workers[j] = worker_track{};
+}
+
+/// A worker still replays a resumed cut or has its list rewritten: it could release nothing yet.
+bool lists_settling(const coordinator_state& st) {
+  return std::any_of(st.workers.begin(), st.workers.end(), [](const worker_track& t) {
+    return t.alive && !t.finished && (t.replaying || t.relisting);
+  });
+}
+
+}  // namespace
+
 void join_worker(self_ptr self, std::int32_t index, worker_actor h, const std::string& node) {
   auto& st = self->state;
   auto j = static_cast<std::size_t>(index);
@@ -192,20 +216,10 @@ void join_worker(self_ptr self, std::int32_t index, worker_actor h, const std::s
   // A worker replaying a resumed cut or having its list rewritten (right after a loss spread the
   // lost rows) could release nothing: the joiner would get no share and idle to the end. It
   // waits in its slot until they are done (maybe_revive), then takes its share.
-  bool busy = std::any_of(st.workers.begin(), st.workers.end(), [](const worker_track& t) {
-    return t.alive && !t.finished && (t.replaying || t.relisting);
-  });
-  if (busy) {
-    if (st.workers.size() <= j) {
-      st.workers.resize(j + 1);
-      for (auto& t : st.workers)
-        if (!t.handle) t.alive = false;  // a slot whose worker has not joined yet
-    }
-    if (st.cfg.worker_nodes.size() <= j) st.cfg.worker_nodes.resize(j + 1, "local");
-    st.cfg.worker_nodes[j] = node;
-    st.workers[j] = worker_track{};
-    st.workers[j].handle = h;
-    st.workers[j].alive = false;
+  if (lists_settling(st)) {
+    auto& t = open_slot(st, j, node);
+    t.handle = h;
+    t.alive = false;
     self->monitor(h);
     st.revive.push_back(j);
     st.event("worker " + std::to_string(index) + " ('" + node +
@@ -218,15 +232,7 @@ void join_worker(self_ptr self, std::int32_t index, worker_actor h, const std::s
 void take_in(self_ptr self, std::size_t j, worker_actor h, const std::string& node, bool monitor) {
   auto& st = self->state;
   auto index = static_cast<std::int32_t>(j);
-  if (st.workers.size() <= j) {
-    st.workers.resize(j + 1);
-    for (auto& t : st.workers)
-      if (!t.handle) t.alive = false;  // a slot whose worker has not joined yet
-  }
-  if (st.cfg.worker_nodes.size() <= j) st.cfg.worker_nodes.resize(j + 1, "local");
-  st.cfg.worker_nodes[j] = node;
-  auto& t = st.workers[j];
-  t = worker_track{};  // a slot may hold a resumed checkpoint's leftovers (spread_joined_slots)
+  auto& t = open_slot(st, j, node);
   t.handle = h;
   t.step = joining_step(st, j);
   t.last_report = st.now();
@@ -302,12 +308,7 @@ void interleave(self_ptr self, std::size_t w) {
 
 void maybe_revive(self_ptr self) {
   auto& st = self->state;
-  if (st.revive.empty() || st.finishing || st.stopping) return;
-  for (std::size_t i = 0; i < st.workers.size(); ++i) {
-    auto& t = st.workers[i];
-    // Not past its replay yet, or its list is being rewritten: it could release nothing.
-    if (t.alive && !t.finished && (t.replaying || t.relisting)) return;
-  }
+  if (st.revive.empty() || st.finishing || st.stopping || lists_settling(st)) return;
   auto slots = std::move(st.revive);
   st.revive.clear();
   for (auto w : slots) {

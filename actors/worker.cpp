@@ -73,10 +73,7 @@ void expect_slices(worker_state& st, std::int64_t step) {
 void on_shard_error(self_ptr self, std::size_t s, std::uint32_t generation, caf::error& err) {
   auto& st = self->state;
   if (st.replicated && generation != st.generation[s]) return;  // an earlier handle's answer
-  if (!st.replicated || err.category() == errc_category()) {
-    self->quit(err);
-    return;
-  }
+  if (!st.replicated || err.category() == errc_category()) self->quit(err);
 }
 
 /// Asks shard `s` for its slice of `step`.
@@ -98,11 +95,16 @@ void fetch(self_ptr self, std::int64_t step) {
   for (std::size_t s = 0; s < st.shards.size(); ++s) pull_slice(self, s, step);
 }
 
+/// Shard s answered the oldest push in flight to it.
+void acknowledged(worker_state& st, std::size_t s) {
+  st.in_flight[s] -= 1;
+  if (st.replicated && !st.unacked[s].empty()) st.unacked[s].pop_front();
+}
+
 void on_ack(self_ptr self, std::size_t s, const push_ack& ack) {
   auto& st = self->state;
   st.answers += 1;
-  st.in_flight[s] -= 1;
-  if (st.replicated && !st.unacked[s].empty()) st.unacked[s].pop_front();
+  acknowledged(st, s);
   st.pending.max_staleness = std::max(st.pending.max_staleness, ack.staleness);
   try_compute(self);
 }
@@ -117,10 +119,8 @@ void send_push(self_ptr self, std::size_t s, bool push_pull, gradient g, std::in
     self->request(st.shards[s], caf::infinite, push_pull_atom::value, std::move(g))
         .then(
             [self, s, next, gen](weights& w) {
-              auto& st = self->state;
-              if (gen != st.generation[s]) return;
-              st.in_flight[s] -= 1;
-              if (st.replicated && !st.unacked[s].empty()) st.unacked[s].pop_front();
+              if (gen != self->state.generation[s]) return;
+              acknowledged(self->state, s);
               on_slice(self, s, next, w);
             },
             [self, s, gen](caf::error& err) { on_shard_error(self, s, gen, err); });
