@@ -198,50 +198,51 @@ void promote_replica(self_ptr self, std::size_t s, const caf::error& reason) {
           });
 }
 
-/// A node or actor the coordinator monitors went down: a worker is lost (its rows go to
-/// another), a shard ends the job (or its replica takes over), a replica is forgotten.
-void on_down(self_ptr self, const caf::down_msg& dm) {
+}  // namespace
+
+void member_down(self_ptr self, const caf::actor_addr& source, const caf::error& reason) {
   auto& st = self->state;
   for (auto it = st.revive.begin(); it != st.revive.end(); ++it)
-    if (st.workers[*it].handle.address() == dm.source) {
+    if (st.workers[*it].handle.address() == source) {
       st.revive.erase(it);  // lost again before it took its share: nothing of the job is its
       return;
     }
   for (std::size_t i = 0; i < st.workers.size(); ++i) {
-    if (st.workers[i].alive && st.workers[i].handle.address() == dm.source) {
+    if (st.workers[i].alive && st.workers[i].handle.address() == source) {
       if (st.finishing) {
         st.workers[i].alive = false;
         return;
       }
-      if (auto why = fatal_worker_failure(i, dm.reason, st.cfg.job.optim.lr); !why.empty()) {
+      if (auto why = fatal_worker_failure(i, reason, st.cfg.job.optim.lr); !why.empty()) {
         st.workers[i].alive = false;
         st.result.workers_lost += 1;
-        self->state.event("worker " + std::to_string(i) + " failed (" + describe_error(dm.reason) +
+        self->state.event("worker " + std::to_string(i) + " failed (" + describe_error(reason) +
                           "); the job fails: its rows would fail the same way on any worker");
         fail_job(self, std::move(why));
         return;
       }
-      reassign(self, i, dm.reason);
+      reassign(self, i, reason);
       return;
     }
   }
   for (std::size_t s = 0; s < st.cfg.replicas.size(); ++s) {
-    if (!st.cfg.replicas[s] || st.cfg.replicas[s].address() != dm.source) continue;
+    if (!st.cfg.replicas[s] || st.cfg.replicas[s].address() != source) continue;
     st.cfg.replicas[s] = nullptr;
     // Its primary may not see it go (a route through this node): it stops waiting for it now.
     self->send(caf::actor_cast<replicated_shard_actor>(st.cfg.shards[s]), replica_atom::value,
                replica_sink_actor{});
     if (!st.finishing)
       st.event("the replica of shard " + std::to_string(s) + " went down (" +
-               describe_error(dm.reason) + "): shard " + std::to_string(s) +
-               " goes on without one");
+               describe_error(reason) + "): shard " + std::to_string(s) + " goes on without one");
     return;
   }
   for (std::size_t s = 0; s < st.cfg.shards.size(); ++s) {
-    if (st.cfg.shards[s].address() != dm.source || st.finishing) continue;
-    if (s < st.cfg.replicas.size() && st.cfg.replicas[s])
-      return promote_replica(self, s, dm.reason);
+    if (st.cfg.shards[s].address() != source || st.finishing) continue;
+    if (s < st.cfg.replicas.size() && st.cfg.replicas[s]) return promote_replica(self, s, reason);
     auto why = "shard " + std::to_string(s) + " went down";
+    // Taken as lost for its node's silence: say so (a dropped connection says nothing new).
+    if (reason.category() == errc_category() && static_cast<errc>(reason.code()) == errc::node_down)
+      why += " (" + describe_error(reason) + ")";
     if (!st.cfg.shard_loss_recoverable) return fail_job(self, why);
     // The caller restarts the job from its last checkpoint: nothing is told to stop.
     st.result.error = why;
@@ -253,6 +254,8 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
     return;
   }
 }
+
+namespace {
 
 /// Starts training: plans sync evaluations and hands out the rows, from the beginning or, when
 /// resuming, from the checkpoint's cut (each worker replays its readers past what it trained).
@@ -344,6 +347,7 @@ caf::result<engine_result> on_run(self_ptr self) {
     self->monitor(t.handle);
     st.workers.push_back(std::move(t));
   }
+  watch_nodes(self);
   if (auto why = open_checkpoints(self); !why.empty()) {
     fail_job(self, why);
     return st.done;
@@ -512,7 +516,7 @@ coordinator_impl::behavior_type coordinator(
   st.sys_clock = &self->clock();
   st.eval_backend = make_cpu_backend();
   st.diverged_above = diverged_loss_bound(st.cfg.job.model, st.cfg.data->test);
-  self->set_down_handler([self](caf::down_msg& dm) { on_down(self, dm); });
+  self->set_down_handler([self](caf::down_msg& dm) { member_down(self, dm.source, dm.reason); });
   return {
       [self](run_atom) { return on_run(self); },
       [self](progress_atom, const progress_report& r) { on_progress(self, r); },
@@ -521,6 +525,8 @@ coordinator_impl::behavior_type coordinator(
       [self](join_worker_atom, std::int32_t index, worker_actor h, const std::string& node) {
         join_worker(self, index, std::move(h), node);
       },
+      [self](heartbeat_atom, const std::string& node) { heard_from(self, node); },
+      [self](heartbeat_atom) { check_nodes(self); },
   };
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -103,6 +105,10 @@ struct coordinator_state {
   std::vector<std::size_t> revive;
   std::int64_t updates_at_checkpoint = 0;
   double seconds_at_checkpoint = 0;
+  /// Liveness (cfg.node_timeout): when each watched node was last heard from, and the nodes
+  /// taken as lost (never watched again).
+  std::map<std::string, caf::actor_clock::time_point> node_seen;
+  std::set<std::string> lost_nodes;
 };
 
 /// Copies the coordinator's view of the run into `hub` (CAF-free data, read by observers).
@@ -185,7 +191,22 @@ void tell_fronts_leave(coordinator_self self, std::size_t w);
 /// none is left.
 void maybe_done(coordinator_self self);
 
+// Liveness of nodes (coordinator_members.cpp).
+/// Watches `node` from now on (cfg.node_timeout > 0; not the coordinator's own "local" actors,
+/// nor a node taken as lost before).
+void watch_node(coordinator_state& st, const std::string& node);
+/// Training begins: watches cfg.watched_nodes and starts the silence checks.
+void watch_nodes(coordinator_self self);
+/// A heartbeat of `node` (through the registrar).
+void heard_from(coordinator_self self, const std::string& node);
+/// Every cfg.node_check: a watched node silent for cfg.node_timeout is lost (its actors taken
+/// as down, as member_down, and told to exit).
+void check_nodes(coordinator_self self);
+
 // The job's end (coordinator.cpp).
+/// An actor the coordinator watches went down (`source`, why): a worker is lost (its rows go to
+/// others), a shard ends the job (or its replica takes over), a replica is forgotten.
+void member_down(coordinator_self self, const caf::actor_addr& source, const caf::error& reason);
 /// The job is over: a last checkpoint (when the job takes them), then the result.
 void finish(coordinator_self self);
 /// Ends the job as failed (or stopped) with `why`: the reply to run names it, every live worker,

@@ -3,8 +3,12 @@
 #include "actors/coordinator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace actrain {
 
@@ -187,6 +191,7 @@ worker_track& open_slot(coordinator_state& st, std::size_t j, const std::string&
   }
   if (st.cfg.worker_nodes.size() <= j) st.cfg.worker_nodes.resize(j + 1, "local");
   st.cfg.worker_nodes[j] = node;
+  watch_node(st, node);
   return st.workers[j] = worker_track{};
 }
 
@@ -347,6 +352,73 @@ void spread_joined_slots(self_ptr self, const checkpoint& from) {
                                              " and the job resumes with [job] workers = " +
                                              std::to_string(first)));
   }
+}
+
+// -- liveness of nodes ---------------------------------------------------------------------------
+
+void watch_node(coordinator_state& st, const std::string& node) {
+  if (st.cfg.node_timeout.count() <= 0 || node.empty() || node == "local" ||
+      node == "unregistered" || st.lost_nodes.count(node))
+    return;
+  st.node_seen[node] = st.now();
+}
+
+void watch_nodes(self_ptr self) {
+  auto& st = self->state;
+  if (st.cfg.node_timeout.count() <= 0) return;
+  for (auto& n : st.cfg.watched_nodes) watch_node(st, n);
+  self->delayed_send(self, st.cfg.node_check, heartbeat_atom::value);
+}
+
+void heard_from(self_ptr self, const std::string& node) {
+  auto& st = self->state;
+  if (auto it = st.node_seen.find(node); it != st.node_seen.end()) it->second = st.now();
+}
+
+namespace {
+
+/// Node `name` sent no heartbeat for `silent`: every worker, shard and replica on it is taken as
+/// down (as if its connection had dropped) and told to exit, should it ever hear again.
+void node_lost(self_ptr self, const std::string& name, caf::timespan silent) {
+  auto& st = self->state;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(silent).count();
+  auto why = "node '" + name + "' sent no heartbeat for " + std::to_string(ms) +
+             " ms ([cluster] node-timeout " + std::to_string(st.cfg.node_timeout.count()) + " ms)";
+  st.lost_nodes.insert(name);
+  std::vector<caf::actor> gone;
+  auto on_it = [&](const std::vector<std::string>& nodes, std::size_t i) {
+    return i < nodes.size() && nodes[i] == name;
+  };
+  for (std::size_t i = 0; i < st.workers.size(); ++i)
+    if (st.workers[i].alive && st.workers[i].handle && on_it(st.cfg.worker_nodes, i))
+      gone.push_back(caf::actor_cast<caf::actor>(st.workers[i].handle));
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
+    if (on_it(st.cfg.shard_nodes, s)) gone.push_back(caf::actor_cast<caf::actor>(st.cfg.shards[s]));
+  for (std::size_t s = 0; s < st.cfg.replicas.size(); ++s)
+    if (st.cfg.replicas[s] && on_it(st.cfg.replica_nodes, s))
+      gone.push_back(caf::actor_cast<caf::actor>(st.cfg.replicas[s]));
+  st.event(why + ": its " + std::to_string(gone.size()) + " actor(s) are taken as lost");
+  auto reason = make_error(errc::node_down, why);
+  for (auto& a : gone) {
+    member_down(self, a.address(), reason);
+    self->send_exit(a, reason);
+  }
+}
+
+}  // namespace
+
+void check_nodes(self_ptr self) {
+  auto& st = self->state;
+  if (st.finishing) return;
+  auto now = st.now();
+  std::vector<std::pair<std::string, caf::timespan>> silent;
+  for (auto& [node, seen] : st.node_seen)
+    if (now - seen >= st.cfg.node_timeout) silent.emplace_back(node, now - seen);
+  for (auto& [node, for_how_long] : silent) {
+    st.node_seen.erase(node);
+    if (!st.finishing) node_lost(self, node, for_how_long);
+  }
+  if (!st.finishing) self->delayed_send(self, st.cfg.node_check, heartbeat_atom::value);
 }
 
 }  // namespace actrain

@@ -118,12 +118,13 @@ app_config::app_config() {
       .add<int64_t>("ps-nodes", "ps nodes the coordinator waits for")
       .add<int64_t>("max-workers",
                     "coordinator: workers in all, joined ones included (0 = twice job.workers)")
-      .add<int64_t>("replicas",
-                    "1: every shard has a hot replica on the next ps node (0 = none)")
+      .add<int64_t>("replicas", "1: every shard has a hot replica on the next ps node (0 = none)")
       .add<str>("name", "this node's name in messages")
       .add<str>("port-file", "coordinator: write the bound port to this file")
       .add<int64_t>("heartbeat", "milliseconds between heartbeats on every connection")
       .add<int64_t>("connection-timeout", "milliseconds of silence before a peer is down")
+      .add<int64_t>("node-timeout",
+                    "milliseconds without actrain heartbeats before a node is lost (0 = off)")
       .add<int64_t>("join-timeout", "milliseconds to connect and to wait for all nodes")
       .add<int64_t>("rejoin-timeout",
                     "ps/worker node: milliseconds to wait for a coordinator that went away "

@@ -60,6 +60,12 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
   o.heartbeat = ms("cluster.heartbeat", o.heartbeat);
   o.connection_timeout = ms("cluster.connection-timeout", o.connection_timeout);
   o.join_timeout = ms("cluster.join-timeout", o.join_timeout);
+  auto node_timeout =
+      get_or(c, "cluster.node-timeout", static_cast<std::int64_t>(o.node_timeout.count()));
+  if (node_timeout < 0)
+    throw std::invalid_argument("cluster.node-timeout must be >= 0 ms (0 = off), got " +
+                                std::to_string(node_timeout));
+  o.node_timeout = std::chrono::milliseconds(node_timeout);
   auto rejoin = get_or(c, "cluster.rejoin-timeout", static_cast<std::int64_t>(0));
   if (rejoin < 0)
     throw std::invalid_argument("cluster.rejoin-timeout must be >= 0 ms, got " +
@@ -86,6 +92,8 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
   o.tls.ca = get_or(c, "cluster.tls-ca", o.tls.ca);
   if (o.connection_timeout <= o.heartbeat)
     throw std::invalid_argument("cluster.connection-timeout must exceed cluster.heartbeat");
+  if (o.node_timeout.count() > 0 && o.node_timeout <= o.heartbeat)
+    throw std::invalid_argument("cluster.node-timeout must exceed cluster.heartbeat (or be 0)");
   return o;
 }
 

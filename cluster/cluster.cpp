@@ -19,6 +19,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/shard.hpp"
 #include "actors/worker.hpp"
+#include "cluster/beacon.hpp"
 #include "cluster/chunking.hpp"
 #include "cluster/traffic.hpp"
 #include "cluster/transport.hpp"
@@ -183,6 +184,20 @@ void on_job_runs(registrar_ptr self, coordinator_actor coordinator) {
   for (auto& [index, h] : std::exchange(st.early, {})) forward_join(self, index, std::move(h));
 }
 
+/// A node's beacon: answered true when its node is registered, and passed on to the running
+/// job's coordinator by the node's registered name (its liveness check).
+bool on_heartbeat(registrar_ptr self) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  if (!sender) return false;
+  auto& names = st.members->names;
+  if (auto it = names.find(sender->node()); it != names.end()) {
+    if (st.coordinator) self->send(st.coordinator, heartbeat_atom::value, it->second);
+    return true;
+  }
+  return st.early_names.count(sender->node()) > 0;
+}
+
 /// Records where workers reach ps node `index`; answers peers requests once all are known.
 void add_peer(registrar_ptr self, std::int32_t index, const std::string& host, std::uint16_t port) {
   auto& st = self->state;
@@ -319,6 +334,7 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
         join(self, self->state.members->workers, index, std::move(h), self->state.workers_joined);
       },
       [self](run_atom, coordinator_actor c) { on_job_runs(self, std::move(c)); },
+      [self](heartbeat_atom) { return on_heartbeat(self); },
       [self](peer_atom, std::int32_t index, const ps_endpoint& at) { on_peer(self, index, at); },
       [self](peers_atom) -> caf::result<std::vector<ps_endpoint>> {
         auto& st = self->state;
@@ -441,6 +457,9 @@ engine_result drive_job(caf::actor_system& sys, caf::scoped_actor& self, const j
     cc.replicas = members.replicas;
     for (auto& r : members.replicas) cc.replica_nodes.push_back(name_of(r.node()));
   }
+  cc.node_timeout = opts.node_timeout;
+  cc.node_check = beacon_period(opts);
+  for (auto& [id, name] : members.names) cc.watched_nodes.push_back(name);
   cc.hooks = hooks.engine;  // a copy: a ps node's recovery runs the job again with them
   cc.resume = std::move(resume);
   auto coord = sys.spawn(coordinator, std::move(cc));

@@ -17,6 +17,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/shard.hpp"
 #include "actors/worker.hpp"
+#include "cluster/beacon.hpp"
 #include "cluster/chunking.hpp"
 #include "cluster/traffic.hpp"
 #include "cluster/transport.hpp"
@@ -109,13 +110,28 @@ void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const regist
   }
 }
 
-/// Waits until every actor of `mine` is down; if the coordinator goes first, kills them.
+/// Waits until every actor of `mine` is down; if the coordinator goes first (its connection
+/// drops, or this node's beacon gets no answer for [cluster] node-timeout), kills them.
 void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<caf::actor> mine,
-               node_outcome& out) {
+               const cluster_options& opts, node_outcome& out) {
   self->monitor(reg);
   for (auto& a : mine) self->monitor(a);
+  caf::actor beacon;
+  if (opts.node_timeout.count() > 0) {
+    beacon = spawn_beacon(self->home_system(), reg, beacon_period(opts), opts.node_timeout);
+    self->monitor(beacon);
+  }
+  struct stop_beacon {
+    caf::scoped_actor& self;
+    caf::actor& beacon;
+    ~stop_beacon() {
+      if (beacon) self->send_exit(beacon, caf::exit_reason::user_shutdown);
+    }
+  } stopper{self, beacon};
   auto alive = mine.size();
   bool coordinator_gone = false;
+  std::string silence;    // why this node's beacon took the coordinator as gone
+  std::string evicted;    // why the coordinator took this node as lost (its heartbeats stopped)
   std::string job_error;  // the cause a failed or stopped job's coordinator ended the actors with
   bool stopped = false;
   std::string own_failure;  // the first error an actor of this node ended with otherwise
@@ -146,7 +162,10 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
     }
     self->receive(
         [&](caf::down_msg& dm) {
-          if (dm.source == reg.address()) {
+          const bool silent = beacon && dm.source == beacon.address();
+          if (silent && (!dm.reason || dm.reason == caf::exit_reason::user_shutdown)) return;
+          if (dm.source == reg.address() || silent) {
+            if (silent && !coordinator_gone) silence = error_text(dm.reason);
             if (!coordinator_gone)
               for (auto& a : mine) self->send_exit(a, caf::exit_reason::kill);
             coordinator_gone = true;
@@ -156,8 +175,13 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
             if (a.address() == dm.source) alive -= 1;
           auto& r = dm.reason;
           auto code = static_cast<errc>(r ? r.code() : 0);
-          if (job_error.empty() && r && r.category() == errc_category() &&
-              (code == errc::job_failed || code == errc::job_stopped)) {
+          if (r && r.category() == errc_category() && code == errc::node_down &&
+              !coordinator_gone) {
+            // The coordinator took this node as lost (its heartbeats did not arrive in time)
+            // and told its actors to exit: the job goes on without it.
+            if (evicted.empty()) evicted = error_text(r);
+          } else if (job_error.empty() && r && r.category() == errc_category() &&
+                     (code == errc::job_failed || code == errc::job_stopped)) {
             job_error = error_text(r);
             stopped = code == errc::job_stopped;
           } else if (own_failure.empty() && r && !coordinator_gone &&
@@ -206,8 +230,12 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
   }
   out.ok = true;
   out.coordinator_lost = gone_mid_job;
-  out.message = gone_mid_job ? "the coordinator went away; local actors stopped"
-                             : "stopped by the coordinator";
+  out.message = gone_mid_job ? "the coordinator went away" +
+                                   (silence.empty() ? std::string{} : " (" + silence + ")") +
+                                   "; local actors stopped"
+                : !evicted.empty() ? "the coordinator took this node as lost (" + evicted +
+                                         "); the job goes on without it"
+                                   : "stopped by the coordinator";
 }
 
 /// Runs `life` (one registration: register, serve, wait) and, while it ends because the
@@ -293,7 +321,7 @@ node_outcome serve_ps_node_once(caf::actor_system& sys, const job_spec& job,
     mine.push_back(a);
   };
   spawn(self, r->reg, r->index, r->count, keep);
-  wait_node(self, r->reg, std::move(mine), out);
+  wait_node(self, r->reg, std::move(mine), opts, out);
   if (peer_port != 0) net::close(sys, peer_port);
   return out;
 }
@@ -403,7 +431,7 @@ node_outcome serve_worker_node_once(caf::actor_system& sys, const job_spec& job,
     mine.push_back(caf::actor_cast<caf::actor>(h));
   }
   self->send(r->reg, join_worker_atom::value, r->index, h);
-  wait_node(self, r->reg, std::move(mine), out);
+  wait_node(self, r->reg, std::move(mine), opts, out);
   return out;
 }
 
@@ -439,7 +467,7 @@ node_outcome serve_sparse_worker_node_once(caf::actor_system& sys, const sparse_
   auto h = spawn_sparse_worker(sys, job, std::move(train), r->index);
   if (control) control->add(caf::actor_cast<caf::actor>(h));
   self->send(r->reg, join_worker_atom::value, r->index, caf::actor_cast<worker_actor>(h));
-  wait_node(self, r->reg, {caf::actor_cast<caf::actor>(h)}, out);
+  wait_node(self, r->reg, {caf::actor_cast<caf::actor>(h)}, opts, out);
   return out;
 }
 

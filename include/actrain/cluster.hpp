@@ -82,6 +82,16 @@ struct cluster_options {
   /// crashed one is noticed at once (its sockets close). 500 ms detected a hang in ~530 ms.
   std::chrono::milliseconds heartbeat{50};
   std::chrono::milliseconds connection_timeout{2000};
+  /// actrain's own liveness, on top of the connections' (every actor system's clock, so it is
+  /// tested on CAF's test clock): every ps and worker node's beacon sends the coordinator node a
+  /// heartbeat every node_timeout / 10 (at least `heartbeat` apart), from an actor on the node's
+  /// scheduler. The coordinator takes a
+  /// node silent for node_timeout as lost (its workers' rows go to others, its shards' replicas
+  /// take over or the job fails; its actors are told to exit), and a node whose heartbeats go
+  /// unanswered that long takes the coordinator as gone. Unlike the connection timeout it also
+  /// finds a node whose connection lives while its actors do not run (a wedged scheduler, a
+  /// route that swallows messages). 0 = off (the connection timeout alone).
+  std::chrono::milliseconds node_timeout{2000};
   std::chrono::milliseconds join_timeout{30000};  ///< bound on connecting and on waiting for nodes
   /// ps and worker nodes: when the coordinator goes away mid-job (a crash or a lost link, not
   /// the job's end, failure or stop), wait this long for a coordinator at the same host:port and

@@ -107,6 +107,13 @@ struct coordinator_config {
   /// replica and the job goes on; the fronts must be the shards themselves (async, no chunking).
   std::vector<replicated_shard_actor> replicas{};
   std::vector<std::string> replica_nodes{};  ///< the node each replica runs on
+  /// Liveness of nodes (a cluster's [cluster] node-timeout): a node named here, or by a worker
+  /// that joins, that sends no heartbeat (heartbeat_atom, name) for node_timeout is lost: its
+  /// workers, shards and replicas are taken as down and told to exit. The coordinator checks
+  /// every node_check, on the actor system's clock. 0: nothing is watched (one process).
+  std::vector<std::string> watched_nodes{};
+  std::chrono::milliseconds node_timeout{0};
+  std::chrono::milliseconds node_check{100};
   engine_hooks hooks;
   /// When set, the job continues from this checkpoint: the shards are restored, every worker
   /// replays its readers to the cut, and the history and counts go on from there.

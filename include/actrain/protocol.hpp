@@ -21,11 +21,12 @@
 namespace actrain {
 
 /// Bumped whenever a message layout changes; checked when a node registers.
+/// 12: heartbeats between a node's beacon, the registrar and the coordinator (heartbeat);
 /// 11: hot replicas of shards (replicate, replica, moved, join_replica);
 /// 10: a worker joins a running job (coordinator join_worker, worker release);
 /// 7: sparse shards' row messages; 5: doubles as their IEEE 754 bits, float vectors as raw blocks
 /// (wire.hpp); 4: checkpoints at a step, resumed assignments.
-constexpr std::uint32_t protocol_version = 11;
+constexpr std::uint32_t protocol_version = 12;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -68,6 +69,9 @@ using peer_atom = caf::atom_constant<caf::atom("peer")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
 /// A node's TCP connections and their byte counts, to the registrar (per-node traffic).
 using traffic_atom = caf::atom_constant<caf::atom("traffic")>;
+/// Liveness: a node's beacon -> registrar every node-timeout / 10 (answered: true), the
+/// registrar -> coordinator (node name), and the coordinator to itself (its silence check).
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 
 // -- message payloads ---------------------------------------------------------------------------
 
@@ -532,14 +536,25 @@ using sparse_worker_actor =
 /// checkpoint is written first (in sync mode a cut a few steps ahead), so the job can resume.
 /// join_worker (index, handle, node name): a worker that joined the running job (a cluster's
 /// registrar forwards it); it gets a share of the rows still to train, released by the others.
-using coordinator_actor = caf::typed_actor<caf::reacts_to<progress_atom, progress_report>,
-                                           caf::replies_to<run_atom>::with<engine_result>,
-                                           caf::reacts_to<stop_atom, std::string>,
-                                           caf::reacts_to<join_worker_atom, std::int32_t,
-                                                          worker_actor, std::string>>;
+/// heartbeat (node name): that node is alive (the registrar forwards its beacon's heartbeats).
+/// With coordinator_config::node_timeout, a watched node silent for that long is lost: every
+/// actor of it is taken as down (a worker's rows go to others, a shard's replica takes over or
+/// the job fails) and told to exit.
+using coordinator_actor =
+    caf::typed_actor<caf::reacts_to<progress_atom, progress_report>,
+                     caf::replies_to<run_atom>::with<engine_result>,
+                     caf::reacts_to<stop_atom, std::string>,
+                     caf::reacts_to<join_worker_atom, std::int32_t, worker_actor, std::string>,
+                     caf::reacts_to<heartbeat_atom, std::string>>;
 /// What a coordinator is spawned as: coordinator_actor plus its own periodic ticks (console,
-/// metrics, stall detection). Handed out as coordinator_actor only.
-using coordinator_impl = coordinator_actor::extend<caf::reacts_to<tick_atom>>;
+/// metrics, stall detection) and its silence checks (heartbeat, every node_check). Handed out as
+/// coordinator_actor only.
+using coordinator_impl =
+    coordinator_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<heartbeat_atom>>;
+
+/// Where a node's beacon sends its heartbeats (the registrar): answers true for a registered
+/// node, false for any other.
+using heartbeat_sink_actor = caf::typed_actor<caf::replies_to<heartbeat_atom>::with<bool>>;
 
 /// The coordinator's checkpoint writer (on a thread of its own, off the training path): writes
 /// one checkpoint into the run's folder and answers (path, bytes, seconds), or an error naming
@@ -565,22 +580,23 @@ using checkpoint_writer_actor =
 ///   traffic: (wait) -> every reporting node's bytes per peer (the coordinator node's own
 ///          included); with wait, once every registered node sent its final report or two
 ///          seconds passed (a failed job's nodes may never send one: asked without wait).
+///   heartbeat -> true when the sender's node is registered (every node-timeout / 10 from its
+///          beacon); the registrar passes it on to the running job's coordinator, by name.
 ///   (registrar_impl adds tick, sent to itself: see below.)
 ///   stop -> a status line; tells every joined actor to stop and quits.
-using registrar_actor =
-    caf::typed_actor<caf::replies_to<hello_atom, std::string, std::string, std::uint32_t, tensor,
-                                     std::string>::with<std::int32_t, std::int32_t, tensor>,
-                     caf::reacts_to<join_shard_atom, std::int32_t, shard_actor>,
-                     caf::reacts_to<join_replica_atom, std::int32_t, replicated_shard_actor>,
-                     caf::reacts_to<join_worker_atom, std::int32_t, worker_actor>,
-                     caf::reacts_to<peer_atom, std::int32_t, ps_endpoint>,
-                     caf::replies_to<peers_atom>::with<std::vector<ps_endpoint>>,
-                     caf::replies_to<traffic_atom, std::vector<socket_traffic>, bool>::with<bool>,
-                     caf::replies_to<traffic_atom, bool>::with<std::vector<observe::node_traffic>>,
-                     caf::replies_to<members_atom>::with<bool>,
-                     caf::reacts_to<run_atom, coordinator_actor>,
-                     caf::replies_to<stop_atom>::with<std::string>,
-                     caf::reacts_to<stop_atom, std::string>>;
+using registrar_actor = caf::typed_actor<
+    caf::replies_to<hello_atom, std::string, std::string, std::uint32_t, tensor,
+                    std::string>::with<std::int32_t, std::int32_t, tensor>,
+    caf::reacts_to<join_shard_atom, std::int32_t, shard_actor>,
+    caf::reacts_to<join_replica_atom, std::int32_t, replicated_shard_actor>,
+    caf::reacts_to<join_worker_atom, std::int32_t, worker_actor>,
+    caf::reacts_to<peer_atom, std::int32_t, ps_endpoint>,
+    caf::replies_to<peers_atom>::with<std::vector<ps_endpoint>>,
+    caf::replies_to<traffic_atom, std::vector<socket_traffic>, bool>::with<bool>,
+    caf::replies_to<traffic_atom, bool>::with<std::vector<observe::node_traffic>>,
+    caf::replies_to<members_atom>::with<bool>, caf::reacts_to<run_atom, coordinator_actor>,
+    caf::replies_to<heartbeat_atom>::with<bool>, caf::replies_to<stop_atom>::with<std::string>,
+    caf::reacts_to<stop_atom, std::string>>;
 /// What the registrar is spawned as: registrar_actor plus the tick it sends itself every 100 ms
 /// (it samples its own node's connections and ends a wait for final traffic reports).
 using registrar_impl = registrar_actor::extend<caf::reacts_to<tick_atom>>;

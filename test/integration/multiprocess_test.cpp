@@ -92,6 +92,36 @@ TEST_F(multiprocess_test, a_sigstopped_worker_process_is_declared_lost_within_a_
   EXPECT_LT((std::stod(line) - best) / best, 1e-2);
 }
 
+// The same hang with the connections' timeout far away (30 s): actrain's own node heartbeats
+// (node-timeout 500 ms) find it. The coordinator names the silent node; resumed, the worker
+// process learns it was taken as lost (or its own beacon finds the coordinator silent since the
+// stop) and exits on its own.
+TEST_F(multiprocess_test, a_sigstopped_worker_process_is_found_by_actrains_node_heartbeats) {
+  auto coord = start_cluster(
+      {"--job.mode=sync", "--cluster.connection-timeout=30000", "--cluster.node-timeout=500"});
+  ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
+  auto victim = kids.size() - 3;  // the first worker process
+  auto stopped_at = clock_type::now();
+  ASSERT_EQ(::kill(kids[victim].pid, SIGSTOP), 0);
+  auto silent = wait_for_line(coord, "sent no heartbeat for ", 10s);
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - stopped_at).count();
+  ASSERT_FALSE(silent.empty()) << kids[coord].text;
+  EXPECT_NE(silent.find("([cluster] node-timeout 500 ms): its 1 actor(s) are taken as lost"),
+            std::string::npos)
+      << silent;
+  EXPECT_LT(ms, 1500) << "the silent node was named " << ms << " ms after SIGSTOP";
+  std::cerr << "SIGSTOP found by node heartbeats after " << ms << " ms\n";
+  EXPECT_FALSE(wait_for_line(coord, " lost at step ", 5s).empty()) << kids[coord].text;
+  auto line = wait_for_line(coord, "result: train loss ", 25s);
+  ASSERT_FALSE(line.empty()) << kids[coord].text;
+  ::kill(kids[victim].pid, SIGCONT);
+  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
+  for (auto& k : kids) EXPECT_TRUE(WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << k.text;
+  auto best = closed_form();
+  EXPECT_LT((std::stod(line) - best) / best, 1e-2);
+}
+
 // A ps process dies: its shard's state is gone (no checkpoint restore across nodes), so the job
 // fails, naming the shard, and every process exits instead of waiting for it.
 // A hung ps node: its sockets stay open, only the heartbeats (on the coordinator's link and on the

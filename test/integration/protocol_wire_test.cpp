@@ -53,6 +53,7 @@ registrar_actor::behavior_type dummy_registrar() {
       [](traffic_atom, bool) { return std::vector<observe::node_traffic>{}; },
       [](members_atom) { return true; },
       [](run_atom, const coordinator_actor&) {},
+      [](heartbeat_atom) { return true; },
       [](stop_atom) { return std::string{}; },
       [](stop_atom, const std::string&) {},
   };
@@ -61,7 +62,8 @@ registrar_actor::behavior_type dummy_registrar() {
 coordinator_actor::behavior_type dummy_coordinator() {
   return {[](progress_atom, const progress_report&) {}, [](run_atom) { return engine_result{}; },
           [](stop_atom, const std::string&) {},
-          [](join_worker_atom, std::int32_t, const worker_actor&, const std::string&) {}};
+          [](join_worker_atom, std::int32_t, const worker_actor&, const std::string&) {},
+          [](heartbeat_atom, const std::string&) {}};
 }
 
 bool same(const tensor& a, const tensor& b) {

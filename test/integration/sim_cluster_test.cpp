@@ -38,8 +38,15 @@ struct sim_cluster_test : ::testing::Test {
   /// per interval (and one at each end), however long a loaded machine makes the job last.
   static std::uint64_t heartbeat_bytes(const sim_cluster_config& c,
                                        std::chrono::steady_clock::time_point since) {
-    auto beats = (std::chrono::steady_clock::now() - since) / c.cluster.heartbeat + 2;
-    return static_cast<std::uint64_t>(beats) * caf::io::basp::header_size;
+    auto elapsed = std::chrono::steady_clock::now() - since;
+    auto beats = elapsed / c.cluster.heartbeat + 2;
+    // actrain's own heartbeats (a request and its answer per beacon period): 256 bytes each
+    // way is generous for an atom in a BASP message.
+    auto node_beats = c.cluster.node_timeout.count() > 0
+                          ? elapsed / std::max(c.cluster.heartbeat, c.cluster.node_timeout / 10) + 2
+                          : 0;
+    return static_cast<std::uint64_t>(beats) * caf::io::basp::header_size +
+           static_cast<std::uint64_t>(node_beats) * 256;
   }
   /// What the registrar's typed interface adds to the handshake every node receives: its
   /// message signatures as strings, each with a 32-bit length (BASP's server handshake).
@@ -619,9 +626,11 @@ TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_th
 }
 
 // A worker node's link goes silent (bytes swallowed, sockets left open): nothing is closed, so
-// only the heartbeats (50 ms, connection timeout 2 s by default) find it; then as above.
+// only the connections' heartbeats (50 ms, connection timeout 2 s by default) find it; then as
+// above. actrain's own node heartbeats are off here (the next test has them alone).
 TEST_F(sim_cluster_test, a_silent_worker_link_is_found_by_heartbeats_and_the_job_completes) {
   auto c = make(test::linear_job(3, 2));
+  c.cluster.node_timeout = std::chrono::milliseconds(0);
   auto cluster = start_and_wait_for_training(c);
   cluster->silence_links(sim_node::worker(2));
   auto res = cluster->wait(25s);
@@ -632,6 +641,42 @@ TEST_F(sim_cluster_test, a_silent_worker_link_is_found_by_heartbeats_and_the_job
   EXPECT_TRUE(has_event(cluster->events(), "worker " + std::to_string(silent.index) + " lost"));
   EXPECT_GT(cluster->link_traffic(sim_node::worker(2)).dropped, 0u);  // heartbeats at least
   EXPECT_GE(res.samples, 2 * 20000 - 3 * 32);
+}
+
+// The same silence with the connections' timeout far away (30 s): actrain's own heartbeats find
+// it (node-timeout 1 s). The coordinator takes the node as lost, its rows go to the others and
+// the job completes; the silent node's beacon gets no answer either and it stops its actors,
+// naming that. (The logic itself is tested on the test clock: test/actors/liveness_test.cpp.)
+TEST_F(sim_cluster_test, a_silent_worker_link_is_found_by_actrains_node_heartbeats) {
+  auto c = make(test::linear_job(3, 2));
+  c.cluster.connection_timeout = std::chrono::seconds(30);
+  c.cluster.node_timeout = std::chrono::milliseconds(1000);
+  auto cluster = start_and_wait_for_training(c);
+  auto silenced = std::chrono::steady_clock::now();
+  cluster->silence_links(sim_node::worker(2));
+  auto res = cluster->wait(25s);
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(res.workers_lost, 1);
+  auto silent = cluster->worker_outcome(2, 10s);
+  auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - silenced).count();
+  EXPECT_EQ(silent.message.rfind("the coordinator went away (the coordinator node answered no "
+                                 "heartbeat for ",
+                                 0),
+            0u)
+      << silent.message;
+  EXPECT_LT(took, 15.0) << "the connection timeout (30 s) is not what ended it";
+  // The coordinator's check takes the node as lost; its worker is lost by then, or the node's
+  // own beacon, at about the same moment, stopped it first (its loss then reached the
+  // coordinator through another route): either way the silence was found by heartbeats.
+  std::string lost;
+  for (auto& e : cluster->events())
+    if (e.rfind("node '", 0) == 0 && e.find("sent no heartbeat for") != std::string::npos) lost = e;
+  EXPECT_NE(lost.find("([cluster] node-timeout 1000 ms): its "), std::string::npos)
+      << ::testing::PrintToString(cluster->events());
+  EXPECT_TRUE(has_event(cluster->events(), "worker " + std::to_string(silent.index) + " lost"));
+  EXPECT_GE(res.samples, 2 * 20000 - 3 * 32);
+  auto best = least_squares_mse(c.data->train);
+  EXPECT_LT((train_mse(c, res) - best) / best, 0.05);
 }
 
 // Elastic workers: a worker node that registers beyond [job] workers while the job runs joins
