@@ -65,6 +65,12 @@ struct registrar_state {
   // a final one.
   std::map<std::string, std::vector<socket_traffic>> traffic;
   std::set<std::string> final_traffic;
+  /// Nodes that will send no final report: their connection dropped (a member actor of theirs
+  /// went down unreachable), by name.
+  std::set<std::string> gone;
+  /// When each node's beacon was last heard, by name: one silent for [cluster] node-timeout is
+  /// taken as lost by the coordinator and sends no final report either.
+  std::map<std::string, std::chrono::steady_clock::time_point> heard;
   std::vector<caf::typed_response_promise<std::vector<observe::node_traffic>>> waiting_traffic;
   std::chrono::steady_clock::time_point traffic_deadline;  ///< when waiting_traffic is answered
   net::traffic_meter own_traffic;
@@ -150,6 +156,7 @@ void join(registrar_ptr self, std::vector<Handle>& slots, std::int32_t index, Ha
   auto& slot = slots[static_cast<std::size_t>(index)];
   if (slot) return;
   slot = std::move(h);
+  self->monitor(slot);  // its node's connection dropping: no final traffic report will come
   joined += 1;
   maybe_complete(self);
 }
@@ -168,6 +175,7 @@ void join_late_worker(registrar_ptr self, std::int32_t index, worker_actor h) {
   auto& st = self->state;
   if (index < st.job.workers || index >= st.next_worker || !h || st.joined.count(index)) return;
   st.joined.emplace(index, h);
+  self->monitor(h);
   if (!st.coordinator) {
     st.early.emplace_back(index, std::move(h));
     return;
@@ -192,6 +200,7 @@ bool on_heartbeat(registrar_ptr self) {
   if (!sender) return false;
   auto& names = st.members->names;
   if (auto it = names.find(sender->node()); it != names.end()) {
+    st.heard[it->second] = std::chrono::steady_clock::now();
     if (st.coordinator) self->send(st.coordinator, heartbeat_atom::value, it->second);
     return true;
   }
@@ -248,12 +257,26 @@ std::vector<observe::node_traffic> publish_traffic(registrar_ptr self) {
   return nodes;
 }
 
+/// Whether a registered node may still send its final traffic report: it has not, its
+/// connection did not drop, and its beacon (when it runs one) was heard within node-timeout.
+bool final_reports_to_come(const registrar_state& st) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto timeout = st.opts.node_timeout;
+  for (auto& [id, name] : st.members->names) {
+    if (st.final_traffic.count(name) || st.gone.count(name)) continue;
+    auto beat = st.heard.find(name);
+    if (timeout.count() > 0 && beat != st.heard.end() && now - beat->second >= timeout) continue;
+    return true;
+  }
+  return false;
+}
+
 /// Answers those waiting for the final traffic once every registered node sent its final report
 /// (or their wait timed out); false while they still wait (or none does).
 bool maybe_deliver_traffic(registrar_ptr self, bool timed_out) {
   auto& st = self->state;
   if (st.waiting_traffic.empty()) return false;
-  if (!timed_out && st.final_traffic.size() < st.members->names.size()) return false;
+  if (!timed_out && final_reports_to_come(st)) return false;
   auto nodes = publish_traffic(self);
   for (auto& p : st.waiting_traffic) p.deliver(nodes);
   st.waiting_traffic.clear();
@@ -315,6 +338,14 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
   st.peer_known.resize(static_cast<std::size_t>(st.opts.ps_nodes));
   st.own_name = st.opts.name.empty() ? "coordinator-" + std::to_string(::getpid()) : st.opts.name;
   st.hub = hub;
+  self->set_down_handler([self](caf::down_msg& dm) {
+    if (dm.reason != caf::exit_reason::remote_link_unreachable) return;
+    auto& st = self->state;
+    if (auto it = st.members->names.find(dm.source.node()); it != st.members->names.end()) {
+      st.gone.insert(it->second);
+      maybe_deliver_traffic(self, false);
+    }
+  });
   self->send(self, tick_atom::value);
   return {
       [self](hello_atom, const std::string& role, const std::string& token, std::uint32_t version,
@@ -347,7 +378,9 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
       },
       [self](traffic_atom, bool wait) -> caf::result<std::vector<observe::node_traffic>> {
         auto& st = self->state;
-        if (!wait) return publish_traffic(self);
+        // Nodes that share this process (simulated ones) send no reports of their own (their
+        // sockets are not theirs alone): there is no final report to wait for.
+        if (!wait || !net::node_scope::alone()) return publish_traffic(self);
         st.waiting_traffic.push_back(
             self->make_response_promise<std::vector<observe::node_traffic>>());
         auto p = st.waiting_traffic.back();
@@ -356,12 +389,13 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
         return p;
       },
       // Every 100 ms: this node's own connections are sampled (one that closes keeps the counts
-      // of its last sample), and a wait for final reports past its deadline ends.
+      // of its last sample), and a wait for final reports ends past its deadline or once the
+      // nodes yet to report fell silent.
       [self](tick_atom) {
         auto& st = self->state;
         if (net::node_scope::alone()) st.own_traffic.sample();
-        if (!st.waiting_traffic.empty() && std::chrono::steady_clock::now() >= st.traffic_deadline)
-          maybe_deliver_traffic(self, true);
+        if (!st.waiting_traffic.empty())
+          maybe_deliver_traffic(self, std::chrono::steady_clock::now() >= st.traffic_deadline);
         self->delayed_send(self, traffic_sample_every, tick_atom::value);
       },
       [self](members_atom) -> caf::result<bool> {
