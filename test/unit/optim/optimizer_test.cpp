@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -267,6 +268,22 @@ TEST(row_weighted_mean, weights_each_slice_by_its_rows_and_starts_over_after_tak
   EXPECT_EQ(m.take(), (std::vector<float>{2, 1, 1}));  // (2 * 4, 4, 4) / 4
   EXPECT_EQ(m.rows(), 0);
   EXPECT_EQ(m.take(), (std::vector<float>{0, 0, 0}));  // nothing added: zeros of the same size
+}
+
+// A sync step's mean does not depend on the order its slices arrive in: in float,
+// (1e8 + 1) - 1e8 is 0 and (1e8 - 1e8) + 1 is 1.
+TEST(row_weighted_mean, the_mean_is_the_same_in_every_arrival_order) {
+  const std::vector<std::vector<float>> slices{{1e8f, 3.f}, {1.f, 1e-7f}, {-1e8f, -3.f}};
+  std::vector<int> order{0, 1, 2};
+  std::vector<float> first;
+  do {
+    row_weighted_mean m;
+    for (int i : order) m.add(slices[static_cast<std::size_t>(i)], 1);
+    auto mean = m.take();
+    if (first.empty()) first = mean;
+    EXPECT_EQ(mean, first) << "order " << order[0] << order[1] << order[2];
+  } while (std::next_permutation(order.begin(), order.end()));
+  EXPECT_EQ(first[0], 1.f / 3.f);
 }
 
 }  // namespace
