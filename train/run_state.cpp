@@ -3,8 +3,11 @@
 namespace actrain::observe {
 
 void metrics_hub::update(const std::function<void(run_snapshot&)>& fn) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  fn(state_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fn(state_);
+  }
+  changed_.notify_all();
 }
 
 run_snapshot metrics_hub::snapshot() const {
@@ -25,6 +28,13 @@ void metrics_hub::add_curve_point(const curve_point& p) {
     c.swap(thinned);
   }
   c.push_back(p);
+  changed_.notify_all();
+}
+
+bool metrics_hub::wait_until(const std::function<bool(const run_snapshot&)>& pred,
+                             std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_until(lock, deadline, [&] { return pred(state_); });
 }
 
 }  // namespace actrain::observe

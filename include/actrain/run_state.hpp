@@ -1,4 +1,6 @@
 #pragma once
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -137,11 +139,18 @@ class metrics_hub {
   /// Convenience: appends a point to the curve (and keeps at most `max_curve_points`, thinning
   /// the oldest half by 2 when full so a long run stays bounded).
   void add_curve_point(const curve_point& p);
+  /// Blocks until `pred` holds for the state, or until `deadline`; returns whether it held.
+  /// `pred` runs under the lock, at once and whenever an update wakes the caller (updates that
+  /// land between two wake-ups are seen together): a wait on the coordinator's updates, not a
+  /// poll.
+  bool wait_until(const std::function<bool(const run_snapshot&)>& pred,
+                  std::chrono::steady_clock::time_point deadline) const;
 
   static constexpr std::size_t max_curve_points = 4096;
 
  private:
   mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
   run_snapshot state_;
 };
 

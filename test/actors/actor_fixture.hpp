@@ -2,6 +2,7 @@
 // A CAF actor system on the deterministic test coordinator, for GoogleTest: messages are only
 // processed when the test calls run(), so every interleaving is chosen by the test.
 #include <gtest/gtest.h>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,18 @@ struct deterministic_system {
   /// Runs every queued job until none is left; returns how many ran.
   std::size_t run() { return sched->run(); }
 };
+
+/// Whether a down message is in self's mailbox (taking it, without waiting); its reason in *why.
+inline bool went_down(caf::scoped_actor& self, caf::error* why) {
+  bool down = false;
+  self->receive(
+      [&](caf::down_msg& dm) {
+        down = true;
+        *why = dm.reason;
+      },
+      caf::after(std::chrono::seconds(0)) >> [] {});
+  return down;
+}
 
 /// A test that talks to shard-like actors (shards, barriers, aggregators) as workers would and
 /// collects every reply; subclasses build what they probe. Everything spawned and listed in

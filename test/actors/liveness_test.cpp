@@ -20,6 +20,7 @@ namespace actrain {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::went_down;
 
 // -- the beacon ---------------------------------------------------------------------------------
 
@@ -41,17 +42,6 @@ heartbeat_sink_actor::behavior_type sink(heartbeat_sink_actor::stateful_pointer<
     self->state.held.push_back(self->make_response_promise<bool>());
     return self->state.held.back();
   }};
-}
-
-bool went_down(caf::scoped_actor& self, caf::error* why) {
-  bool down = false;
-  self->receive(
-      [&](caf::down_msg& dm) {
-        down = true;
-        *why = dm.reason;
-      },
-      caf::after(std::chrono::seconds(0)) >> [] {});
-  return down;
 }
 
 TEST(liveness_test, a_beacon_beats_every_period_and_quits_once_no_answer_came_for_the_timeout) {

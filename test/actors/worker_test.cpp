@@ -13,6 +13,8 @@
 namespace actrain {
 namespace {
 
+using testing::went_down;
+
 /// A shard that answers pulls at once but holds every push's reply until asked (stats_atom
 /// releases the oldest held push and reports how many pushes arrived).
 struct holding_shard_state {
@@ -120,18 +122,6 @@ std::shared_ptr<dataset> small_data(int rows = 40) {
   d->x.assign(static_cast<std::size_t>(2 * rows), 1.f);
   d->y.assign(static_cast<std::size_t>(rows), 0.f);
   return d;
-}
-
-/// Whether a down message is in self's mailbox (taking it); its reason in *why.
-bool went_down(caf::scoped_actor& self, caf::error* why) {
-  bool down = false;
-  self->receive(
-      [&](caf::down_msg& dm) {
-        down = true;
-        *why = dm.reason;
-      },
-      caf::after(std::chrono::seconds(0)) >> [] {});
-  return down;
 }
 
 /// Spawns a worker with a 1 s watchdog against `fake`, monitored by self, and assigns it 40 rows.

@@ -66,41 +66,17 @@ TEST_F(multiprocess_test, a_sigkilled_worker_process_does_not_stop_the_job_or_le
   EXPECT_LT((std::stod(line) - best) / best, 1e-2);
 }
 
-// A hung node: SIGSTOP keeps its sockets open, so only the heartbeats (on by default on every
-// node, both sides: cluster.heartbeat / cluster.connection-timeout) can tell. Sync mode, so the
-// whole job waits for the stopped worker until it is declared lost and the barriers shrink.
+// A hung node: SIGSTOP keeps its sockets open, so only heartbeats can tell. The connections'
+// timeout is far away (30 s): actrain's own node heartbeats (node-timeout 500 ms) find it. Sync
+// mode, so the whole job waits for the stopped worker until it is declared lost and the barriers
+// shrink. The coordinator names the silent node; resumed, the worker process learns it was taken
+// as lost (or its own beacon finds the coordinator silent since the stop) and exits on its own.
 TEST_F(multiprocess_test, a_sigstopped_worker_process_is_declared_lost_within_a_second) {
-  auto coord = start_cluster({"--job.mode=sync", "--cluster.connection-timeout=500"});
-  ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
-  auto victim = kids.size() - 3;  // the first worker process
-  ASSERT_EQ(wait_for_line(coord, " lost at step ", 0s), "") << "lost before the stop";
-  auto stopped_at = clock_type::now();
-  ASSERT_EQ(::kill(kids[victim].pid, SIGSTOP), 0);
-  auto lost = wait_for_line(coord, " lost at step ", 10s);
-  auto latency = clock_type::now() - stopped_at;
-  ASSERT_FALSE(lost.empty()) << kids[coord].text;
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(latency).count();
-  EXPECT_LT(ms, 1000) << "the stopped worker was reported lost " << ms << " ms after SIGSTOP";
-  std::cerr << "SIGSTOP detected after " << ms << " ms\n";
-  auto line = wait_for_line(coord, "result: train loss ", 25s);
-  ASSERT_FALSE(line.empty()) << kids[coord].text;
-  // Resumed, the node finds its coordinator gone and exits on its own.
-  ::kill(kids[victim].pid, SIGCONT);
-  ASSERT_TRUE(reap_all(10s)) << "a node did not exit";
-  for (auto& k : kids) EXPECT_TRUE(WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0) << k.text;
-  auto best = closed_form();
-  EXPECT_LT((std::stod(line) - best) / best, 1e-2);
-}
-
-// The same hang with the connections' timeout far away (30 s): actrain's own node heartbeats
-// (node-timeout 500 ms) find it. The coordinator names the silent node; resumed, the worker
-// process learns it was taken as lost (or its own beacon finds the coordinator silent since the
-// stop) and exits on its own.
-TEST_F(multiprocess_test, a_sigstopped_worker_process_is_found_by_actrains_node_heartbeats) {
   auto coord = start_cluster(
       {"--job.mode=sync", "--cluster.connection-timeout=30000", "--cluster.node-timeout=500"});
   ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;
   auto victim = kids.size() - 3;  // the first worker process
+  ASSERT_EQ(wait_for_line(coord, " lost at step ", 0s), "") << "lost before the stop";
   auto stopped_at = clock_type::now();
   ASSERT_EQ(::kill(kids[victim].pid, SIGSTOP), 0);
   auto silent = wait_for_line(coord, "sent no heartbeat for ", 10s);
@@ -110,7 +86,7 @@ TEST_F(multiprocess_test, a_sigstopped_worker_process_is_found_by_actrains_node_
   EXPECT_NE(silent.find("([cluster] node-timeout 500 ms): its 1 actor(s) are taken as lost"),
             std::string::npos)
       << silent;
-  EXPECT_LT(ms, 1500) << "the silent node was named " << ms << " ms after SIGSTOP";
+  EXPECT_LT(ms, 1000) << "the silent node was named " << ms << " ms after SIGSTOP";
   std::cerr << "SIGSTOP found by node heartbeats after " << ms << " ms\n";
   EXPECT_FALSE(wait_for_line(coord, " lost at step ", 5s).empty()) << kids[coord].text;
   auto line = wait_for_line(coord, "result: train loss ", 25s);
@@ -122,11 +98,11 @@ TEST_F(multiprocess_test, a_sigstopped_worker_process_is_found_by_actrains_node_
   EXPECT_LT((std::stod(line) - best) / best, 1e-2);
 }
 
-// A ps process dies: its shard's state is gone (no checkpoint restore across nodes), so the job
-// fails, naming the shard, and every process exits instead of waiting for it.
-// A hung ps node: its sockets stay open, only the heartbeats (on the coordinator's link and on the
-// workers' direct links) can tell. The job fails naming the shard within a second, and the ps
-// process, resumed, finds its coordinator gone and exits on its own.
+// A hung ps node: its sockets stay open, only heartbeats can tell. Here CAF's connection
+// heartbeats (on the coordinator's link and on the workers' direct links; connection timeout
+// 500 ms) find it before actrain's own (node-timeout 2 s by default). Its shard's state is gone
+// (no replica here), so the job fails naming the shard within a second, and the ps process,
+// resumed, finds its coordinator gone and exits on its own.
 TEST_F(multiprocess_test, a_sigstopped_ps_process_fails_the_job_within_a_second) {
   auto coord = start_cluster({"--cluster.connection-timeout=500"});
   ASSERT_FALSE(wait_for_line(coord, "epoch ", 25s).empty()) << kids[coord].text;

@@ -51,13 +51,16 @@ TEST(job_stall, a_stopped_sync_worker_is_named_within_2_s) {
   const auto deadline = run.started() + std::chrono::seconds(2);
   std::vector<std::string> named;  // the first stall lines that named the straggler
   std::vector<std::string> wrong;  // any stall line naming a worker that is not stalling
-  while (std::chrono::steady_clock::now() < deadline && named.empty()) {
-    for (const auto& line : run.hub().snapshot().stalls) {
-      if (names(line, straggler)) named.push_back(line);
-      if (names(line, 0) || names(line, 2)) wrong.push_back(line);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // poll interval
-  }
+  // Woken by the coordinator's updates of the hub (no poll).
+  run.hub().wait_until(
+      [&](const observe::run_snapshot& snap) {
+        for (const auto& line : snap.stalls) {
+          if (names(line, straggler)) named.push_back(line);
+          if (names(line, 0) || names(line, 2)) wrong.push_back(line);
+        }
+        return !named.empty();
+      },
+      deadline);
   ASSERT_FALSE(named.empty()) << "no stall line named worker-" << straggler << " within 2 s";
   std::cout << "stall lines:\n" << joined(named);
 
@@ -82,16 +85,19 @@ TEST(job_stall, a_stopped_sync_worker_is_named_within_2_s) {
                                 std::to_string(straggler) + "$");
   std::string barrier_said;
   bool blocked_state = false;  // a blocked worker's state names the shard it waits at
-  while (!run.done()) {
-    const auto snap = run.hub().snapshot();
-    for (const auto& line : snap.stalls) {
-      if (names(line, 0) || names(line, 2)) wrong.push_back(line);
-      if (std::regex_match(line, barrier_line)) barrier_said = line;
-    }
-    for (const auto& w : snap.workers)
-      if (w.name != "worker-1" && w.state.rfind("waiting for shard-", 0) == 0) blocked_state = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // poll interval
-  }
+  const bool finished = run.hub().wait_until(
+      [&](const observe::run_snapshot& snap) {
+        for (const auto& line : snap.stalls) {
+          if (names(line, 0) || names(line, 2)) wrong.push_back(line);
+          if (std::regex_match(line, barrier_line)) barrier_said = line;
+        }
+        for (const auto& w : snap.workers)
+          if (w.name != "worker-1" && w.state.rfind("waiting for shard-", 0) == 0)
+            blocked_state = true;
+        return snap.finished;
+      },
+      std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  EXPECT_TRUE(finished) << "the job did not finish within 30 s";
   EXPECT_FALSE(barrier_said.empty()) << "no barrier line named worker-" << straggler;
   EXPECT_TRUE(blocked_state) << "blocked workers should show 'waiting for shard-N'";
   std::cout << "barrier: " << barrier_said << "\n";

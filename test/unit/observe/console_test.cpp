@@ -210,5 +210,20 @@ TEST(metrics_hub, curve_stays_bounded_and_keeps_the_newest_points) {
   for (std::size_t i = 1; i < c.size(); ++i) ASSERT_LT(c[i - 1].seconds, c[i].seconds);
 }
 
+// wait_until wakes on the update that makes its predicate true, and gives up at its deadline.
+TEST(metrics_hub, wait_until_wakes_on_the_update_it_waits_for_and_gives_up_at_the_deadline) {
+  metrics_hub hub;
+  std::thread writer([&] {
+    for (int i = 1; i <= 200; ++i) hub.update([i](run_snapshot& s) { s.step = i; });
+  });
+  const auto far = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  EXPECT_TRUE(hub.wait_until([](const run_snapshot& s) { return s.step == 200; }, far));
+  writer.join();
+  EXPECT_EQ(hub.snapshot().step, 200);
+  const auto soon = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  EXPECT_FALSE(hub.wait_until([](const run_snapshot& s) { return s.step == 201; }, soon));
+  EXPECT_GE(std::chrono::steady_clock::now(), soon);
+}
+
 }  // namespace
 }  // namespace actrain::observe
