@@ -188,7 +188,7 @@ sparse_shard_actor spawn_sparse_shard(caf::actor_system& sys, const sparse_job& 
 
 sparse_worker_actor spawn_sparse_worker(caf::actor_system& sys, const sparse_job& job,
                                         std::shared_ptr<const sparse_dataset> train,
-                                        std::int32_t id) {
+                                        std::int32_t id, bool detached) {
   sparse_worker_config wc;
   wc.id = id;
   wc.model = job.model;
@@ -201,6 +201,7 @@ sparse_worker_actor spawn_sparse_worker(caf::actor_system& sys, const sparse_job
   wc.compression = job.compression;
   wc.topk_fraction = job.topk_fraction;
   if (id == job.fail_worker) wc.fail_after_steps = job.fail_after_steps;
+  if (!detached) return sys.spawn(sparse_worker, std::move(wc));
   return sys.spawn<caf::detached>(sparse_worker, std::move(wc));
 }
 

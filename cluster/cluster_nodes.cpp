@@ -420,7 +420,7 @@ node_outcome serve_worker_node_once(caf::actor_system& sys, const job_spec& job,
   wc.source = data->train_source;
   if (opts.worker_delay_s > 0) wc.delay_s = opts.worker_delay_s;
   validate(opts.chunking);
-  worker_actor h = spawn_worker(sys, std::move(wc));
+  worker_actor h = spawn_worker(sys, std::move(wc), !opts.worker_on_scheduler);
   if (control) control->add(caf::actor_cast<caf::actor>(h));
   std::vector<caf::actor> mine{caf::actor_cast<caf::actor>(h)};
   if (uses_chunking(job, opts)) {
@@ -463,7 +463,7 @@ node_outcome serve_sparse_worker_node_once(caf::actor_system& sys, const sparse_
   }
   out.index = r->index;
   if (opts.direct_connections) dial_ps_nodes(sys, self, r->reg, opts);
-  auto h = spawn_sparse_worker(sys, job, std::move(train), r->index);
+  auto h = spawn_sparse_worker(sys, job, std::move(train), r->index, !opts.worker_on_scheduler);
   if (control) control->add(caf::actor_cast<caf::actor>(h));
   self->send(r->reg, join_worker_atom::value, r->index, caf::actor_cast<worker_actor>(h));
   wait_node(self, r->reg, {caf::actor_cast<caf::actor>(h)}, opts, out);

@@ -143,6 +143,7 @@ void sim_cluster::start_node(node& n, node_role role, cluster_options opts) {
 }
 
 int sim_cluster::add_worker_node(cluster_options opts) {
+  opts.worker_on_scheduler = true;  // see cluster_options::worker_on_scheduler
   workers_.push_back(std::make_unique<node>());
   start_node(*workers_.back(), node_role::worker, std::move(opts));
   return static_cast<int>(workers_.size()) - 1;

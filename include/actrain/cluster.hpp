@@ -99,6 +99,11 @@ struct cluster_options {
   /// restores the shards from its checkpoint and the workers replay to its cut). 0 = exit.
   std::chrono::milliseconds rejoin_timeout{0};
   double worker_delay_s = 0;  ///< worker node: extra seconds per step (fault injection)
+  /// Worker node: its worker runs on the node's scheduler instead of a thread of its own.
+  /// Simulated nodes (actrain::testing) set it: CAF 0.17's actor_system destructor waits
+  /// forever for a detached actor that something still references when it ends, which a few
+  /// percent of simulated runs hit (docs/testing.md); a scheduled actor is not waited for.
+  bool worker_on_scheduler = false;
   /// Slices larger than chunking.chunk_bytes cross nodes in chunks through a gateway on the
   /// shard's node and a proxy on the user's node (cluster/chunking.hpp). Every node of a cluster
   /// must use the same chunk-bytes (it decides whether the gateways and proxies exist).

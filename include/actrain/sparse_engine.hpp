@@ -106,10 +106,11 @@ shard_actor spawn_dense_shard(caf::actor_system& sys, const sparse_job& job);
 /// Sparse shard `index` of job.shards.
 sparse_shard_actor spawn_sparse_shard(caf::actor_system& sys, const sparse_job& job,
                                       std::int32_t index);
-/// Worker `id` (detached) over `train`, waiting for its assignment.
+/// Worker `id` over `train`, waiting for its assignment: on a thread of its own (detached), or
+/// on the scheduler.
 sparse_worker_actor spawn_sparse_worker(caf::actor_system& sys, const sparse_job& job,
                                         std::shared_ptr<const sparse_dataset> train,
-                                        std::int32_t id);
+                                        std::int32_t id, bool detached = true);
 /// Drives a job over actors spawned already (local or remote handles): barriers in front of the
 /// shards when sync (in this actor system), row ranges of `train_rows` assigned, progress summed,
 /// a lost worker's rows reassigned, the test set evaluated, every actor stopped at the end.
