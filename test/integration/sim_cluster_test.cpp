@@ -627,7 +627,7 @@ TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_th
 
 // A worker node's link goes silent (bytes swallowed, sockets left open): nothing is closed, so
 // only heartbeats can tell. The connections' timeout is far away (30 s): actrain's own node
-// heartbeats find it (node-timeout 1 s). The coordinator takes the node as lost, its rows go to
+// heartbeats find it (node-timeout 500 ms). The coordinator takes the node as lost, its rows go to
 // the others and the job completes; the silent node's beacon gets no answer either and it stops
 // its actors, naming that. (The logic itself is tested on the test clock:
 // test/actors/liveness_test.cpp; CAF's connection heartbeats alone, across real processes, by
@@ -635,7 +635,7 @@ TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_th
 TEST_F(sim_cluster_test, a_silent_worker_link_is_found_by_actrains_node_heartbeats) {
   auto c = make(test::linear_job(3, 2));
   c.cluster.connection_timeout = std::chrono::seconds(30);
-  c.cluster.node_timeout = std::chrono::milliseconds(1000);
+  c.cluster.node_timeout = std::chrono::milliseconds(500);
   auto cluster = start_and_wait_for_training(c);
   auto silenced = std::chrono::steady_clock::now();
   cluster->silence_links(sim_node::worker(2));
@@ -650,15 +650,20 @@ TEST_F(sim_cluster_test, a_silent_worker_link_is_found_by_actrains_node_heartbea
             0u)
       << silent.message;
   EXPECT_LT(took, 15.0) << "the connection timeout (30 s) is not what ended it";
-  // The coordinator's check takes the node as lost; its worker is lost by then, or the node's
-  // own beacon, at about the same moment, stopped it first (its loss then reached the
-  // coordinator through another route): either way the silence was found by heartbeats.
-  std::string lost;
-  for (auto& e : cluster->events())
-    if (e.rfind("node '", 0) == 0 && e.find("sent no heartbeat for") != std::string::npos) lost = e;
-  EXPECT_NE(lost.find("([cluster] node-timeout 1000 ms): its "), std::string::npos)
+  // Both sides time out after node-timeout: the coordinator's check names the silent node, or
+  // the node's own beacon fired first, the node stopped and closed its connection, and its
+  // worker was lost with the link (remote_link_unreachable) before the check came. Either way
+  // heartbeats found the silence (the node's outcome above says so for its side).
+  std::string named, lost;
+  for (auto& e : cluster->events()) {
+    if (e.rfind("node '", 0) == 0 && e.find("sent no heartbeat for") != std::string::npos)
+      named = e;
+    if (e.rfind("worker " + std::to_string(silent.index) + " lost", 0) == 0) lost = e;
+  }
+  ASSERT_FALSE(lost.empty()) << ::testing::PrintToString(cluster->events());
+  EXPECT_TRUE(named.find("([cluster] node-timeout 500 ms): its ") != std::string::npos ||
+              lost.find("remote_link_unreachable") != std::string::npos)
       << ::testing::PrintToString(cluster->events());
-  EXPECT_TRUE(has_event(cluster->events(), "worker " + std::to_string(silent.index) + " lost"));
   EXPECT_GT(cluster->link_traffic(sim_node::worker(2)).dropped, 0u);  // heartbeats at least
   EXPECT_GE(res.samples, 2 * 20000 - 3 * 32);
   auto best = least_squares_mse(c.data->train);

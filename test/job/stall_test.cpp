@@ -1,5 +1,5 @@
 // A sync job with one worker stopped on purpose (a straggler that sleeps
-// 2.5 s per step) is diagnosed by name within 2 s: the hub's stall lines (what /status and the
+// 1.2 s per step) is diagnosed by name within 2 s: the hub's stall lines (what /status and the
 // console show) name that worker, and never the two workers blocked at the barrier behind it.
 #include <gtest/gtest.h>
 
@@ -43,11 +43,11 @@ TEST(job_stall, a_stopped_sync_worker_is_named_within_2_s) {
   job.optim.kind = "sgd";
   job.optim.lr = 0.01f;
   job.stragglers = {straggler};
-  job.straggler_delay_s = 2.5;  // per step: stopped on purpose, far beyond the threshold
+  job.straggler_delay_s = 1.2;  // per step: stopped on purpose, far beyond the threshold
 
   // The straggler stalls from its first step, i.e. from the job's start: the 2 s bound counts
   // from the moment the job's thread was started.
-  running_job run(job, /*stall_after_s=*/0.5);
+  running_job run(job, /*stall_after_s=*/0.3);
   const auto deadline = run.started() + std::chrono::seconds(2);
   std::vector<std::string> named;  // the first stall lines that named the straggler
   std::vector<std::string> wrong;  // any stall line naming a worker that is not stalling
@@ -79,7 +79,7 @@ TEST(job_stall, a_stopped_sync_worker_is_named_within_2_s) {
   for (const auto& l : j.at("stalls")) in_status |= names(l.get<std::string>(), straggler);
   EXPECT_TRUE(in_status) << st.body;
 
-  // For the rest of the run (another 2.5 s step), nothing blames the blocked workers, and the
+  // For the rest of the run (another 1.2 s step), nothing blames the blocked workers, and the
   // barrier says why the step is stuck: "sync step S on shard-K waits T s for worker-1".
   const std::regex barrier_line("^sync step [0-9]+ on shard-[01] waits [0-9.]+ s for worker-" +
                                 std::to_string(straggler) + "$");
