@@ -259,7 +259,9 @@ std::vector<observe::node_traffic> publish_traffic(registrar_ptr self) {
 
 /// Whether a registered node may still send its final traffic report: it has not, its
 /// connection did not drop, and its beacon (when it runs one) was heard within node-timeout.
+/// Nodes sharing this process (simulated ones) send none: their sockets are not theirs alone.
 bool final_reports_to_come(const registrar_state& st) {
+  if (!net::node_scope::alone()) return false;
   const auto now = std::chrono::steady_clock::now();
   const auto timeout = st.opts.node_timeout;
   for (auto& [id, name] : st.members->names) {
@@ -378,9 +380,7 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
       },
       [self](traffic_atom, bool wait) -> caf::result<std::vector<observe::node_traffic>> {
         auto& st = self->state;
-        // Nodes that share this process (simulated ones) send no reports of their own (their
-        // sockets are not theirs alone): there is no final report to wait for.
-        if (!wait || !net::node_scope::alone()) return publish_traffic(self);
+        if (!wait) return publish_traffic(self);
         st.waiting_traffic.push_back(
             self->make_response_promise<std::vector<observe::node_traffic>>());
         auto p = st.waiting_traffic.back();

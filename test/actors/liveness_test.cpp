@@ -44,64 +44,63 @@ heartbeat_sink_actor::behavior_type sink(heartbeat_sink_actor::stateful_pointer<
   }};
 }
 
-TEST(liveness_test, a_beacon_beats_every_period_and_quits_once_no_answer_came_for_the_timeout) {
+/// A beacon against the sink above on the test clock: `answering` switches the sink's answers,
+/// `asked` counts the requests; self monitors the beacon, and the sink is stopped at the end.
+struct liveness_test : ::testing::Test {
   testing::deterministic_system ds;
   caf::scoped_actor self{*ds.sys};
-  auto answering = std::make_shared<bool>(true);
-  auto asked = std::make_shared<int>(0);
-  auto registrar = ds.sys->spawn(sink, answering, asked);
-  auto beacon = spawn_beacon(*ds.sys, registrar, 100ms, 1000ms);
-  self->monitor(beacon);
-  ds.run();
+  std::shared_ptr<bool> answering = std::make_shared<bool>(true);
+  std::shared_ptr<int> asked = std::make_shared<int>(0);
+  heartbeat_sink_actor registrar = ds.sys->spawn(sink, answering, asked);
+  caf::error why;
+
+  void start_beacon(std::chrono::milliseconds every, std::chrono::milliseconds timeout) {
+    self->monitor(spawn_beacon(*ds.sys, registrar, every, timeout));
+    ds.run();
+  }
+  /// Moves the clock by `step`, `times` times, running everything due after each.
+  void advance(caf::timespan step, int times = 1) {
+    for (int i = 0; i < times; ++i) {
+      ds.sched->advance_time(step);
+      ds.run();
+    }
+  }
+  ~liveness_test() override {
+    self->send_exit(registrar, caf::exit_reason::user_shutdown);
+    ds.run();
+  }
+};
+
+TEST_F(liveness_test, a_beacon_beats_every_period_and_quits_once_no_answer_came_for_the_timeout) {
+  start_beacon(100ms, 1000ms);
   EXPECT_EQ(*asked, 1) << "the first heartbeat goes at once";
   for (int i = 1; i <= 30; ++i) {  // 3 s of answered heartbeats: one per period, never down
-    ds.sched->advance_time(100ms);
-    ds.run();
+    advance(100ms);
     ASSERT_EQ(*asked, 1 + i);
   }
-  caf::error why;
   EXPECT_FALSE(went_down(self, &why)) << describe_error(why);
   // The registrar stops answering (its node hung). The last answer came at 3.0 s.
   *answering = false;
-  for (int i = 1; i <= 9; ++i) {
-    ds.sched->advance_time(100ms);
-    ds.run();
-  }
+  advance(100ms, 9);
   EXPECT_FALSE(went_down(self, &why)) << "down after 0.9 s without an answer, timeout 1 s";
   EXPECT_EQ(*asked, 31 + 9) << "it keeps asking while it waits";
-  ds.sched->advance_time(100ms);
-  ds.run();
+  advance(100ms);
   ASSERT_TRUE(went_down(self, &why));
   EXPECT_EQ(why, make_error(errc::node_down,
                             "the coordinator node answered no heartbeat for "
                             "1000 ms ([cluster] node-timeout 1000 ms)"));
-  self->send_exit(registrar, caf::exit_reason::user_shutdown);
-  ds.run();
 }
 
-TEST(liveness_test, unanswered_heartbeats_in_flight_are_bounded_by_the_timeout) {
-  testing::deterministic_system ds;
-  caf::scoped_actor self{*ds.sys};
-  auto answering = std::make_shared<bool>(false);
-  auto asked = std::make_shared<int>(0);
-  auto registrar = ds.sys->spawn(sink, answering, asked);
+TEST_F(liveness_test, unanswered_heartbeats_in_flight_are_bounded_by_the_timeout) {
+  *answering = false;
   // A timeout of 50 periods: at most 51 unanswered requests, however long it waits.
-  auto beacon = spawn_beacon(*ds.sys, registrar, 10ms, 500ms);
-  self->monitor(beacon);
-  ds.run();
-  for (int i = 0; i < 49; ++i) {
-    ds.sched->advance_time(10ms);
-    ds.run();
-  }
+  start_beacon(10ms, 500ms);
+  advance(10ms, 49);
   EXPECT_EQ(*asked, 50);
-  caf::error why;
   EXPECT_FALSE(went_down(self, &why));
-  ds.sched->advance_time(10ms);
-  ds.run();
+  advance(10ms);
   EXPECT_TRUE(went_down(self, &why));
   EXPECT_LE(*asked, 51);
-  self->send_exit(registrar, caf::exit_reason::user_shutdown);
-  ds.run();
 }
 
 // -- the coordinator ----------------------------------------------------------------------------
