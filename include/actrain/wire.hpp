@@ -24,13 +24,15 @@ static_assert(sizeof(double) == sizeof(std::uint64_t), "wire_double sends a doub
 /// Buffers for tensors the calling thread (a middleman's multiplexer) deserializes, reused once
 /// every receiver has let go: chunks arrive at the same few sizes, and a fresh multi-MiB vector
 /// each time costs page faults and a zero fill that showed at the top of `perf` in bench wire.
-/// Only tensors of 1-16 MiB are pooled, at most 8 per thread (<= 128 MiB kept).
+/// Tensors of 64 KiB-16 MiB are pooled (a dense MLP's 0.8 MB slices among them: pooling them
+/// took `actrain node` async from 85k to 88-91k samples/s in bench cluster), at most 8 per
+/// thread (<= 128 MiB kept).
 inline tensor_pool& wire_buffers() {
   thread_local tensor_pool pool(8);
   return pool;
 }
 inline bool wire_pooled(std::size_t floats) {
-  return floats >= (std::size_t{1} << 18) && floats <= (std::size_t{1} << 22);
+  return floats >= (std::size_t{1} << 14) && floats <= (std::size_t{1} << 22);
 }
 
 /// Bytes left to read when `f` reads from a buffer (CAF's binary_deserializer: what BASP reads a
