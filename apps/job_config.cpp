@@ -137,6 +137,10 @@ app_config::app_config() {
                 "ps node: address of its port for workers (\"\" = host if "
                 "loopback, else all)")
       .add<int64_t>("listen-port", "ps node: port for workers (0 = any free port)")
+      .add<bool>("bulk-channel",
+                 "pulls and pushes between workers and ps nodes on a TCP connection of their "
+                 "own, beside BASP (default true)")
+      .add<int64_t>("bulk-port", "ps node: the bulk channel's port (0 = any free port)")
       .add<str>("advertise-host",
                 "ps node: address workers dial (\"\" = as the coordinator sees it)")
       .add<str>("tls-certificate", "this node's PEM certificate (TLS between nodes when set)")

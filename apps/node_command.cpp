@@ -86,6 +86,12 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
     throw std::invalid_argument("cluster.listen-port must be in [0, 65535], got " +
                                 std::to_string(listen_port));
   o.listen_port = static_cast<std::uint16_t>(listen_port);
+  o.bulk_channel = get_or(c, "cluster.bulk-channel", o.bulk_channel);
+  auto bulk_port = get_or(c, "cluster.bulk-port", static_cast<std::int64_t>(0));
+  if (bulk_port < 0 || bulk_port > 65535)
+    throw std::invalid_argument("cluster.bulk-port must be in [0, 65535], got " +
+                                std::to_string(bulk_port));
+  o.bulk_port = static_cast<std::uint16_t>(bulk_port);
   o.advertise_host = get_or(c, "cluster.advertise-host", o.advertise_host);
   o.tls.certificate = get_or(c, "cluster.tls-certificate", o.tls.certificate);
   o.tls.key = get_or(c, "cluster.tls-key", o.tls.key);

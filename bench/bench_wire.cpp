@@ -23,6 +23,7 @@
 #include <actrain/cluster.hpp>
 #include "bench/doc_section.hpp"
 #include "bench/median.hpp"
+#include "cluster/bulk.hpp"
 #include "cluster/chunking.hpp"
 #include "cluster/transport.hpp"
 
@@ -40,6 +41,8 @@ double time_s(F f) {
   f();
   return std::chrono::duration<double>(clk::now() - t0).count();
 }
+
+const std::vector<std::size_t> sizes_mb{1, 16, 64};
 
 // -- the server process -------------------------------------------------------------------------
 
@@ -142,25 +145,54 @@ struct published_server {
   }
 };
 
+/// Sink shards behind a bulk-channel server (cluster/bulk.hpp), in the plain server's system:
+/// shard i moves (i << 20) bytes for each size i in MB, shard 0 one value (round trips).
+struct bulk_sinks {
+  bulk::server srv;
+  std::vector<caf::actor> sinks;
+  std::uint16_t port = 0;
+  explicit bulk_sinks(caf::actor_system& sys) : srv(sys, "bench", std::chrono::seconds(30)) {
+    auto p = srv.listen("127.0.0.1", 0);
+    if (!p) return;
+    port = *p;
+    std::vector<std::size_t> all{0};
+    all.insert(all.end(), sizes_mb.begin(), sizes_mb.end());
+    for (auto mb : all) {
+      auto floats = mb == 0 ? std::int64_t{1} : static_cast<std::int64_t>((mb << 20) / 4);
+      shard_actor s = sys.spawn(sink_shard, floats);
+      sinks.push_back(caf::actor_cast<caf::actor>(s));
+      srv.serve(static_cast<std::int32_t>(mb), s, floats);
+    }
+  }
+  ~bulk_sinks() {
+    srv.stop();
+    for (auto& s : sinks) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  }
+};
+
 int run_server(int out_fd, const tls_options& tls) {
   asio::io_context io;
   tcp::acceptor acc(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   published_server plain{cluster_options{}};
+  bulk_sinks bulk{*plain.sys};
   std::unique_ptr<published_server> secure;
   if (tls.enabled()) {
     cluster_options o;
     o.tls = tls;
     secure = std::make_unique<published_server>(o);
   }
-  if (plain.port == 0 || (secure && secure->port == 0)) return 1;
-  std::uint16_t ports[3] = {acc.local_endpoint().port(), plain.port,
-                            secure ? secure->port : std::uint16_t{0}};
+  if (plain.port == 0 || (secure && secure->port == 0) || bulk.port == 0) return 1;
+  std::uint16_t ports[4] = {acc.local_endpoint().port(), plain.port,
+                            secure ? secure->port : std::uint16_t{0}, bulk.port};
   if (::write(out_fd, ports, sizeof ports) != sizeof ports) return 1;
   ::close(out_fd);
   tcp::socket sock(io);
   acc.accept(sock);
   sock.set_option(tcp::no_delay(true));
   serve_raw(std::move(sock));
+  // The client measures the bulk channel before it stops the CAF server.
+  caf::scoped_actor self{*plain.sys};
+  self->wait_for(plain.srv);
   return 0;
 }
 
@@ -170,6 +202,7 @@ struct row {
   std::string op;
   std::size_t mb;
   double raw_gbs, caf_gbs, chunked_gbs;
+  double bulk_gbs = 0;
 };
 
 struct sweep_point {
@@ -178,13 +211,11 @@ struct sweep_point {
   double gbs;
 };
 
-const std::vector<std::size_t> sizes_mb{1, 16, 64};
-
 /// The second process of the measurement, forked before any thread exists; its raw TCP and CAF
 /// ports come back through a pipe.
 struct server_process {
   pid_t pid = -1;
-  std::uint16_t ports[3] = {0, 0, 0};  ///< raw TCP, CAF, CAF over TLS (0 = none)
+  std::uint16_t ports[4] = {0, 0, 0, 0};  ///< raw TCP, CAF, CAF over TLS (0 = none), bulk
 };
 
 server_process start_server(const tls_options& tls) {
@@ -372,9 +403,47 @@ double round_trip(caf_client& c) {
   return median(ts);
 }
 
-/// Everything through CAF; returns the median small-message round trip in seconds.
-double measure_caf(std::uint16_t port, int reps, std::vector<row>& rows,
-                   std::vector<sweep_point>& sweep) {
+/// The bulk channel (cluster/bulk.hpp): a bulk proxy here, the sink shards there
+/// (rows[].bulk_gbs); returns the median round trip of a one-value pull in seconds.
+double measure_bulk(caf::actor_system& sys, caf_client& c, std::uint16_t port,
+                    std::vector<row>& rows) {
+  bulk::endpoint at;
+  at.host = "127.0.0.1";
+  at.port = port;
+  at.token = "bench";
+  at.name = "bench wire";
+  std::vector<caf::actor> proxies;
+  auto proxy_for = [&](std::size_t mb, std::int64_t floats) {
+    auto p = bulk::spawn_proxy(sys, at, static_cast<std::int32_t>(mb), floats, shard_actor{},
+                               caf::actor{});
+    if (!p) throw std::runtime_error("bench wire: " + describe_error(p.error()));
+    proxies.push_back(caf::actor_cast<caf::actor>(*p));
+    return *p;
+  };
+  std::size_t i = 0;
+  for (auto mb : sizes_mb) {
+    auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
+    auto t = filled_tensor(floats);
+    auto proxy = proxy_for(mb, floats);
+    for (int k = 0; k < 3; ++k, ++i)
+      rows[i].bulk_gbs =
+          (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / c.time_op(proxy, t, k) / 1e9;
+  }
+  auto tiny = proxy_for(0, 1);
+  std::vector<double> ts;
+  for (int r = 0; r < 2000; ++r)
+    ts.push_back(time_s([&] {
+      c.self->request(tiny, std::chrono::seconds(30), pull_atom::value, pull_request{0, 0})
+          .receive([](weights&) {}, [](caf::error& e) { caf_client::fail(e); });
+    }));
+  for (auto& p : proxies) c.self->send_exit(p, caf::exit_reason::user_shutdown);
+  return median(ts);
+}
+
+/// Everything through CAF, then the bulk channel; returns the median small-message round trips
+/// in seconds (CAF, bulk channel).
+std::pair<double, double> measure_caf(std::uint16_t port, std::uint16_t bulk_port, int reps,
+                                      std::vector<row>& rows, std::vector<sweep_point>& sweep) {
   caf::actor_system_config cfg;
   prepare_cluster_config(cfg, cluster_options{});
   caf::actor_system sys{cfg};
@@ -383,8 +452,9 @@ double measure_caf(std::uint16_t port, int reps, std::vector<row>& rows,
   measure_one_message(c, rows);
   sweep = measure_chunked(sys, c, rows);
   auto rtt = round_trip(c);
+  auto bulk_rtt = measure_bulk(sys, c, bulk_port, rows);
   self->send(c.srv, stop_atom::value);
-  return rtt;
+  return {rtt, bulk_rtt};
 }
 
 /// push_pull of each size through the training path (proxy, chunks, gateway) over TLS, and the
@@ -454,7 +524,7 @@ tls_options bench_certificates(std::string dir) {
 
 std::string wire_report(int reps, const std::vector<row>& rows,
                         const std::vector<sweep_point>& sweep, double raw_rtt, double caf_rtt,
-                        const tls_figures* tls) {
+                        double bulk_rtt, const tls_figures* tls) {
   std::ostringstream md;
   md << std::fixed << std::setprecision(2);
   md << "`actrain bench wire` (two processes on 127.0.0.1 sharing this machine's "
@@ -466,18 +536,23 @@ std::string wire_report(int reps, const std::vector<row>& rows,
      << (chunk_options{}.chunk_bytes >> 20) << " MiB as chunks of that size, "
      << chunk_options{}.window
      << " in flight; middleman.workers=0, moderate-poll-attempts=0); the shard there only moves "
-        "bytes, as the raw TCP peer does.\n\n"
-     << "| op | size | raw TCP GB/s | CAF one message GB/s | actrain GB/s | actrain / raw TCP |\n"
-     << "| --- | --- | --- | --- | --- | --- |\n";
+        "bytes, as the raw TCP peer does. Bulk channel: the path training takes across nodes "
+        "since [cluster] bulk-channel (the default): a bulk proxy here, its own TCP connection, "
+        "a thread there that asks the shard (cluster/bulk.hpp).\n\n"
+     << "| op | size | raw TCP GB/s | CAF one message GB/s | actrain over BASP GB/s | BASP / raw "
+        "TCP | actrain bulk channel GB/s | bulk / raw TCP |\n"
+     << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (auto& r : rows)
     md << "| " << r.op << " | " << r.mb << " MB | " << r.raw_gbs << " | " << r.caf_gbs << " | "
-       << r.chunked_gbs << " | " << r.chunked_gbs / r.raw_gbs << " |\n";
+       << r.chunked_gbs << " | " << r.chunked_gbs / r.raw_gbs << " | " << r.bulk_gbs << " | "
+       << r.bulk_gbs / r.raw_gbs << " |\n";
   md << "\n64 MB push_pull through proxy and gateway, by chunk size x window (GB/s): ";
   for (std::size_t k = 0; k < sweep.size(); ++k)
     md << (k ? ", " : "") << sweep[k].mib << " MiB x " << sweep[k].window << ": " << sweep[k].gbs;
   md << ".\n"
      << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6 << " us, CAF "
-     << caf_rtt * 1e6 << " us.\n";
+     << caf_rtt * 1e6 << " us, bulk channel (a one-value pull) " << bulk_rtt * 1e6 << " us ("
+     << std::setprecision(2) << bulk_rtt / raw_rtt << "x raw TCP).\n";
   if (tls) {
     md << "\nTLS (CAF's OpenSSL module, mutual authentication, EC P-256 certificates from "
           "scripts/make-certs.sh): the same push_pull through proxy and gateway, measured in the "
@@ -565,12 +640,13 @@ int bench_wire(const std::vector<std::string>& args) {
   std::vector<row> rows;
   std::vector<sweep_point> sweep;
   double raw_rtt = measure_raw(server.ports[0], reps, rows);
-  double caf_rtt = measure_caf(server.ports[1], reps, rows, sweep);
+  auto [caf_rtt, bulk_rtt] = measure_caf(server.ports[1], server.ports[3], reps, rows, sweep);
   std::optional<tls_figures> tls_rows;
   if (server.ports[2] != 0) tls_rows = measure_tls(server.ports[2], reps, tls);
   int status = 0;
   ::waitpid(server.pid, &status, 0);
-  auto md = wire_report(reps, rows, sweep, raw_rtt, caf_rtt, tls_rows ? &*tls_rows : nullptr);
+  auto md =
+      wire_report(reps, rows, sweep, raw_rtt, caf_rtt, bulk_rtt, tls_rows ? &*tls_rows : nullptr);
   std::cout << md;
   update_doc_section(benchmarks_doc_path(), "wire", md);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;

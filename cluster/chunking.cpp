@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <stdexcept>
 
@@ -382,10 +383,12 @@ std::vector<shard_actor> proxy_remote_shards(caf::actor_system& sys,
 
 worker_actor::behavior_type chunking_front(
     worker_actor::stateful_pointer<chunking_front_state> self, worker_actor worker,
-    chunk_options opts) {
+    chunk_options opts, bool chunked, std::vector<bulk::endpoint> bulk) {
   auto& st = self->state;
   st.worker = std::move(worker);
   st.opts = opts;
+  st.chunked = chunked;
+  st.bulk = std::move(bulk);
   self->link_to(st.worker);
   // A worker that finishes normally does not take linked actors along: watch it as well.
   self->monitor(st.worker);
@@ -401,8 +404,21 @@ worker_actor::behavior_type chunking_front(
           auto it = st.proxies.find(addr);
           if (it == st.proxies.end()) {
             auto size = i < a.ranges.size() ? a.ranges[i].end - a.ranges[i].begin : 0;
-            shard_actor p = self->spawn(shard_proxy, caf::actor_cast<chunked_shard_actor>(h), size,
-                                        st.opts, me);
+            shard_actor p;
+            const bulk::endpoint* b_at = st.bulk.empty() ? nullptr : &st.bulk[i % st.bulk.size()];
+            if (b_at && b_at->port != 0 && b_at->node == h.node()) {
+              auto b = bulk::spawn_proxy(self->home_system(), *b_at, static_cast<std::int32_t>(i),
+                                         size, h, me);
+              if (b)
+                p = *b;
+              else
+                std::cerr << "actrain: " << describe_error(b.error()) << "; shard " << i
+                          << " is reached over BASP\n";
+            }
+            if (!p && st.chunked)
+              p = self->spawn(shard_proxy, caf::actor_cast<chunked_shard_actor>(h), size, st.opts,
+                              me);
+            if (!p) p = h;
             it = st.proxies.emplace(addr, p).first;
           }
           h = it->second;

@@ -20,6 +20,7 @@
 
 #include <actrain/cluster.hpp>
 #include <actrain/protocol.hpp>
+#include "cluster/bulk.hpp"
 
 namespace actrain {
 
@@ -113,14 +114,20 @@ struct chunking_front_state {
   static inline const char* name = "actrain.chunking_front";
   worker_actor worker;
   chunk_options opts;
+  bool chunked = true;                             ///< the job's shards sit behind gateways
+  std::vector<bulk::endpoint> bulk;                ///< per ps node index (port 0: none)
   std::map<caf::actor_addr, shard_actor> proxies;  ///< one per remote shard handle
 };
 
 /// A worker node's stand-in for its worker, registered with the coordinator instead of it:
-/// rewrites each assignment's remote shard handles to local proxies, then forwards it. Linked to
-/// the worker and quits when it does.
+/// rewrites each assignment's remote shard handles to local proxies, then forwards it: a bulk
+/// channel proxy (cluster/bulk.hpp) when shard s's handle lives on its ps node, s % bulk.size(),
+/// and that node has a bulk port,
+/// else a chunking proxy when the job chunks (`chunked`; a failed bulk connection falls back to
+/// them, or to the handle itself, with a line on stderr). Linked to the worker and quits when it
+/// does.
 worker_actor::behavior_type chunking_front(
     worker_actor::stateful_pointer<chunking_front_state> self, worker_actor worker,
-    chunk_options opts);
+    chunk_options opts, bool chunked = true, std::vector<bulk::endpoint> bulk = {});
 
 }  // namespace actrain

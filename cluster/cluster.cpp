@@ -208,7 +208,8 @@ bool on_heartbeat(registrar_ptr self) {
 }
 
 /// Records where workers reach ps node `index`; answers peers requests once all are known.
-void add_peer(registrar_ptr self, std::int32_t index, const std::string& host, std::uint16_t port) {
+void add_peer(registrar_ptr self, std::int32_t index, const std::string& host, std::uint16_t port,
+              std::uint16_t bulk_port) {
   auto& st = self->state;
   auto i = static_cast<std::size_t>(index);
   if (st.peer_known[i]) return;
@@ -218,10 +219,12 @@ void add_peer(registrar_ptr self, std::int32_t index, const std::string& host, s
              " listens, but its address is unknown: workers reach it through this node");
     port = 0;
   }
-  st.peers[i] = ps_endpoint{port != 0 ? host : std::string{}, port};
+  st.peers[i] =
+      ps_endpoint{port != 0 ? host : std::string{}, port, port != 0 ? bulk_port : std::uint16_t{0}};
   if (port != 0)
     st.event("ps " + std::to_string(index) + " takes worker connections at " + host + ":" +
-             std::to_string(port));
+             std::to_string(port) +
+             (bulk_port != 0 ? " (bulk channel at port " + std::to_string(bulk_port) + ")" : ""));
   if (++st.peers_known < st.opts.ps_nodes) return;
   for (auto& p : st.waiting_peers) p.deliver(st.peers);
   st.waiting_peers.clear();
@@ -233,13 +236,15 @@ void on_peer(registrar_ptr self, std::int32_t index, const ps_endpoint& at) {
   auto& st = self->state;
   if (index < 0 || index >= st.opts.ps_nodes) return;
   auto sender = self->current_sender();
-  if (at.port == 0 || !at.host.empty() || !sender) return add_peer(self, index, at.host, at.port);
+  if (at.port == 0 || !at.host.empty() || !sender)
+    return add_peer(self, index, at.host, at.port, at.bulk_port);
   auto port = at.port;
+  auto bulk_port = at.bulk_port;
   self->request(self->home_system().middleman().actor_handle(), std::chrono::seconds(5),
                 caf::get_atom::value, sender->node())
       .then([=](const caf::node_id&, const std::string& seen,
-                std::uint16_t) { add_peer(self, index, seen, port); },
-            [=](caf::error&) { add_peer(self, index, "", port); });
+                std::uint16_t) { add_peer(self, index, seen, port, bulk_port); },
+            [=](caf::error&) { add_peer(self, index, "", port, bulk_port); });
 }
 
 /// How often a node samples its connections' counts (net::traffic_meter).

@@ -18,6 +18,7 @@
 #include "actors/shard.hpp"
 #include "actors/worker.hpp"
 #include "cluster/beacon.hpp"
+#include "cluster/bulk.hpp"
 #include "cluster/chunking.hpp"
 #include "cluster/traffic.hpp"
 #include "cluster/transport.hpp"
@@ -92,12 +93,20 @@ caf::expected<registration> register_node(caf::actor_system& sys, caf::scoped_ac
 /// node go over a direct connection once one exists (CAF's routing table prefers it), so the
 /// shard handles the coordinator hands out later reach the shards without crossing it. A ps
 /// node that cannot be reached stays reachable through the coordinator.
-void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const registrar_actor& reg,
-                   const cluster_options& opts, int only = -1) {
+struct dialed_peer {
+  ps_endpoint at;
+  caf::node_id node;  ///< none when the dial failed
+};
+
+std::vector<dialed_peer> dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self,
+                                       const registrar_actor& reg, const cluster_options& opts,
+                                       int only = -1) {
   std::vector<ps_endpoint> peers;
+  std::vector<dialed_peer> out;
   self->request(reg, opts.join_timeout, peers_atom::value)
       .receive([&](std::vector<ps_endpoint>& p) { peers = std::move(p); }, [&](caf::error&) {});
   for (std::size_t i = 0; i < peers.size(); ++i) {
+    out.push_back({peers[i], caf::node_id{}});
     if (only >= 0 && static_cast<int>(i) != only) continue;
     const auto& host = peers[i].host;
     const auto port = peers[i].port;
@@ -107,7 +116,34 @@ void dial_ps_nodes(caf::actor_system& sys, caf::scoped_actor& self, const regist
     if (c.failure != net::connect_failure::none)
       std::cerr << "actrain: cannot connect to ps node " << i << " (" << c.message
                 << "); its shards are reached through the coordinator node\n";
+    else
+      out.back().node = c.node;
   }
+  return out;
+}
+
+/// Whether this job's workers and ps nodes use the bulk channel (cluster_options::bulk_channel);
+/// every node decides the same way from the same job and [cluster] settings.
+bool uses_bulk_channel(const job_spec& job, const cluster_options& o) {
+  return o.bulk_channel && o.direct_connections && !o.tls.enabled() && o.replicas == 0 &&
+         job.compression == "none";
+}
+
+/// Where a worker node's proxies reach each ps node's bulk channel (port 0: not there).
+std::vector<bulk::endpoint> bulk_endpoints(const std::vector<dialed_peer>& peers,
+                                           const cluster_options& opts, std::int32_t index) {
+  std::vector<bulk::endpoint> out;
+  for (auto& p : peers) {
+    bulk::endpoint e;
+    e.host = p.at.host;
+    e.port = p.at.host.empty() || !p.node ? std::uint16_t{0} : p.at.bulk_port;
+    e.node = p.node;
+    e.token = opts.token;
+    e.name = opts.name.empty() ? "worker " + std::to_string(index) : opts.name;
+    e.timeout = opts.chunking.timeout;
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 /// Waits until every actor of `mine` is down; if the coordinator goes first (its connection
@@ -208,6 +244,7 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
           },
           caf::after(std::chrono::milliseconds(100)) >> [] {});
   }
+  bulk::close_retired();  // counted: the bulk channel's finished sockets can go
   if (!job_error.empty()) {
     out.ok = false;
     out.job_failed = !stopped;
@@ -281,7 +318,7 @@ node_outcome rejoining(const cluster_options& opts, const std::shared_ptr<node_c
 template <class Spawn>
 node_outcome serve_ps_node_once(caf::actor_system& sys, const job_spec& job,
                                 const cluster_options& opts, std::shared_ptr<node_control> control,
-                                Spawn& spawn) {
+                                bool dense, Spawn& spawn) {
   node_outcome out;
   caf::scoped_actor self{sys};
   auto r = register_node(sys, self, node_role::ps, opts, job);
@@ -305,7 +342,22 @@ node_outcome serve_ps_node_once(caf::actor_system& sys, const job_spec& job,
     peer_port = *p;
     advertised = !opts.advertise_host.empty() ? opts.advertise_host : bind;
   }
-  self->send(r->reg, peer_atom::value, r->index, ps_endpoint{advertised, peer_port});
+  // The bulk channel's port opens with the peer port (workers learn both from the registrar).
+  std::unique_ptr<bulk::server> bulk_server;
+  std::uint16_t bulk_port = 0;
+  if (dense && peer_port != 0 && uses_bulk_channel(job, opts)) {
+    bulk_server = std::make_unique<bulk::server>(sys, opts.token, opts.chunking.timeout);
+    auto bind = ps_listen_address(opts);
+    auto p = bulk_server->listen(bind, opts.bulk_port);
+    if (!p) {
+      net::close(sys, peer_port);
+      out.message =
+          "cannot listen for the bulk channel ([cluster] bulk-port): " + describe_error(p.error());
+      return out;
+    }
+    bulk_port = *p;
+  }
+  self->send(r->reg, peer_atom::value, r->index, ps_endpoint{advertised, peer_port, bulk_port});
   if (control) {
     // SIGTERM: this node's shards hold part of the model, so it asks the coordinator to end the
     // job as stopped after a last checkpoint (the cluster resumes from it with --resume) and
@@ -319,8 +371,9 @@ node_outcome serve_ps_node_once(caf::actor_system& sys, const job_spec& job,
     if (control) control->add(a);
     mine.push_back(a);
   };
-  spawn(self, r->reg, r->index, r->count, keep);
+  spawn(self, r->reg, r->index, r->count, keep, bulk_server.get());
   wait_node(self, r->reg, std::move(mine), opts, out);
+  if (bulk_server) bulk_server->stop();
   if (peer_port != 0) net::close(sys, peer_port);
   return out;
 }
@@ -328,9 +381,9 @@ node_outcome serve_ps_node_once(caf::actor_system& sys, const job_spec& job,
 /// serve_ps_node_once, again after a coordinator that went away came back (rejoining).
 template <class Spawn>
 node_outcome serve_ps_node(caf::actor_system& sys, const job_spec& job, const cluster_options& opts,
-                           std::shared_ptr<node_control> control, Spawn spawn) {
+                           std::shared_ptr<node_control> control, bool dense, Spawn spawn) {
   return rejoining(opts, control, [&](const cluster_options& o) {
-    return serve_ps_node_once(sys, job, o, control, spawn);
+    return serve_ps_node_once(sys, job, o, control, dense, spawn);
   });
 }
 
@@ -341,9 +394,9 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
   validate(opts.chunking);
   validate_replicas(job, opts);
   bool chunked = uses_chunking(job, opts);
-  return serve_ps_node(sys, job, opts, control,
+  return serve_ps_node(sys, job, opts, control, true,
                        [&](caf::scoped_actor& self, const registrar_actor& reg, std::int32_t index,
-                           std::int32_t count, auto& keep) {
+                           std::int32_t count, auto& keep, bulk::server* bulk) {
                          // With replicas, updates go to the next ps node over a connection of
                          // their own, open before this node's shards join (so before the job
                          // runs): not through the coordinator node, where a switch of route
@@ -356,6 +409,7 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
                            if (static_cast<std::int32_t>(s) % count != index) continue;
                            shard_actor h = sys.spawn(shard, std::move(configs[s]));
                            keep(caf::actor_cast<caf::actor>(h));
+                           if (bulk) bulk->serve(static_cast<std::int32_t>(s), h, sizes[s]);
                            if (chunked) {
                              // Other nodes get the gateway (linked to the shard: either going
                              // down takes the other).
@@ -385,9 +439,9 @@ node_outcome run_sparse_ps_node(caf::actor_system& sys, const sparse_job& job,
   job_spec counts;  // register_node takes the dense job; a sparse one's counts are enough
   counts.shards = job.shards;
   counts.workers = job.workers;
-  return serve_ps_node(sys, counts, opts, control,
+  return serve_ps_node(sys, counts, opts, control, false,
                        [&](caf::scoped_actor& self, const registrar_actor& reg, std::int32_t index,
-                           std::int32_t count, auto& keep) {
+                           std::int32_t count, auto& keep, bulk::server*) {
                          for (std::int32_t s = 0; s < job.shards; ++s) {
                            if (s % count != index) continue;
                            auto h = spawn_sparse_shard(sys, job, s);
@@ -414,7 +468,10 @@ node_outcome serve_worker_node_once(caf::actor_system& sys, const job_spec& job,
     return out;
   }
   out.index = r->index;
-  if (opts.direct_connections) dial_ps_nodes(sys, self, r->reg, opts);
+  std::vector<dialed_peer> peers;
+  if (opts.direct_connections) peers = dial_ps_nodes(sys, self, r->reg, opts);
+  std::vector<bulk::endpoint> bulk;
+  if (uses_bulk_channel(job, opts)) bulk = bulk_endpoints(peers, opts, r->index);
   auto train = std::shared_ptr<const dataset>(data, &data->train);
   auto wc = make_worker_config(job, plan_topology(job, placement::cluster), train, r->index);
   wc.source = data->train_source;
@@ -423,9 +480,9 @@ node_outcome serve_worker_node_once(caf::actor_system& sys, const job_spec& job,
   worker_actor h = spawn_worker(sys, std::move(wc), !opts.worker_on_scheduler);
   if (control) control->add(caf::actor_cast<caf::actor>(h));
   std::vector<caf::actor> mine{caf::actor_cast<caf::actor>(h)};
-  if (uses_chunking(job, opts)) {
+  if (uses_chunking(job, opts) || !bulk.empty()) {
     // The coordinator talks to a front that swaps remote shard handles for local proxies.
-    h = sys.spawn(chunking_front, h, opts.chunking);
+    h = sys.spawn(chunking_front, h, opts.chunking, uses_chunking(job, opts), std::move(bulk));
     if (control) control->add(caf::actor_cast<caf::actor>(h));
     mine.push_back(caf::actor_cast<caf::actor>(h));
   }

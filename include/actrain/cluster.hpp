@@ -116,6 +116,15 @@ struct cluster_options {
   /// the coordinator; off on a worker node: it does not dial. A dial that fails falls back to the
   /// route through the coordinator (with a line on stderr).
   bool direct_connections = true;
+  /// Workers' pulls and pushes to a ps node's shards go over a TCP connection of their own
+  /// beside BASP (cluster/bulk.hpp, docs/protocol.md "The bulk channel"): the tensor goes from
+  /// its buffer to the socket and from the socket into a recycled buffer, without BASP's copies
+  /// and zero fill. The ps node listens on listen_host:bulk_port; the cluster token opens each
+  /// connection. Only with direct_connections, and not with TLS (the channel has no TLS: such
+  /// nodes keep BASP, which CAF's OpenSSL module encrypts), replicas, or compressed gradients;
+  /// a worker that cannot connect keeps BASP for that shard (with a line on stderr).
+  bool bulk_channel = true;
+  std::uint16_t bulk_port = 0;  ///< ps node: the bulk channel's port (0 = any free port)
   /// ps node: address its peer port binds to. "" = `host` when that is a loopback address (a
   /// one-machine cluster), else every interface.
   std::string listen_host;

@@ -26,7 +26,7 @@ namespace actrain {
 /// 10: a worker joins a running job (coordinator join_worker, worker release);
 /// 7: sparse shards' row messages; 5: doubles as their IEEE 754 bits, float vectors as raw blocks
 /// (wire.hpp); 4: checkpoints at a step, resumed assignments.
-constexpr std::uint32_t protocol_version = 12;
+constexpr std::uint32_t protocol_version = 13;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -222,6 +222,9 @@ struct tensor_chunk {
 struct ps_endpoint {
   std::string host;
   std::uint16_t port = 0;
+  /// The ps node's bulk-channel port (cluster_options::bulk_channel), 0 = none: workers' pulls
+  /// and pushes go over BASP.
+  std::uint16_t bulk_port = 0;
 };
 
 /// One TCP connection of a node's process as the kernel counts it: its two endpoints
@@ -359,7 +362,7 @@ typename Inspector::result_type inspect(Inspector& f, checkpoint& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ps_endpoint& x) {
-  return f(caf::meta::type_name("ps_endpoint"), x.host, x.port);
+  return f(caf::meta::type_name("ps_endpoint"), x.host, x.port, x.bulk_port);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, socket_traffic& x) {

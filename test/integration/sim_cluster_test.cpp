@@ -212,6 +212,9 @@ TEST_F(sim_cluster_test,
   auto beats = heartbeat_bytes(c, started) + registrar_interface_bytes();
   for (int i = 0; i < 3; ++i) {
     auto l = cluster.link_traffic(sim_node::worker(i));
+    std::cerr << "worker node " << i << " link to the coordinator: " << l.to_target
+              << " bytes out, " << l.from_target << " bytes in (bound " << slices / 4 + beats
+              << " out)\n";
     EXPECT_LT(l.to_target, slices / 4 + beats) << "worker node " << i;  // see the first test
     EXPECT_LT(l.from_target, slices / 10 + beats) << "worker node " << i;
   }

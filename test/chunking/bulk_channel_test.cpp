@@ -1,0 +1,369 @@
+// The bulk channel (cluster/bulk.hpp) over a real loopback socket: a proxy and a ps node's server
+// move pulls, pushes and push_pulls bit for bit and in order; a wrong token, a slice of the wrong
+// length and a hostile peer's frames are refused with errors that say what is wrong (before
+// anything is allocated for them); a shard or a server that goes away fails what is outstanding
+// and takes the proxy down.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/asio.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include <actrain/errors.hpp>
+#include <actrain/system.hpp>
+#include "../actors/actor_fixture.hpp"
+#include "cluster/bulk.hpp"
+
+namespace actrain {
+namespace {
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+constexpr std::int64_t slice = 100000;  // 400 kB: more than a socket takes without waiting
+
+tensor ramp(std::int64_t n, float start) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = start + 0.25f * static_cast<float>(i % 991);
+  return tensor(std::move(v));
+}
+
+bool same(const tensor& a, const tensor& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// What the test shard saw: the steps of the gradients pushed to it, in arrival order.
+struct seen_by_shard {
+  std::mutex mtx;
+  std::vector<std::int64_t> steps;
+};
+
+struct echo_state {
+  std::int64_t version = 0;
+};
+
+/// A shard that answers a push_pull with twice the pushed values (so the reply proves the
+/// payload crossed), a pull with ramp(n, version), and counts its version.
+shard_actor::behavior_type echo_shard(shard_actor::stateful_pointer<echo_state> self,
+                                      std::int64_t n, std::shared_ptr<seen_by_shard> seen) {
+  auto record = [self, seen](const gradient& g) {
+    std::lock_guard<std::mutex> lk(seen->mtx);
+    seen->steps.push_back(g.step);
+    self->state.version += 1;
+  };
+  return {
+      [self, n](pull_atom, const pull_request&) {
+        return weights{3, self->state.version, ramp(n, static_cast<float>(self->state.version))};
+      },
+      [self, record](push_atom, const gradient& g) -> caf::result<push_ack> {
+        record(g);
+        return push_ack{self->state.version, self->state.version - 1 - g.base_version, true};
+      },
+      [self, record](push_pull_atom, const gradient& g) -> caf::result<weights> {
+        record(g);
+        auto v = g.values.to_vector();
+        for (auto& x : v) x *= 2.f;
+        return weights{3, self->state.version, tensor(std::move(v))};
+      },
+      [](stats_atom) { return shard_stats{}; },
+      [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
+      [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
+      [](leave_atom, std::int32_t) {},
+  };
+}
+
+gradient grad(std::int64_t step, tensor values) {
+  gradient g;
+  g.worker = 1;
+  g.step = step;
+  g.base_version = step;
+  g.rows = 64;
+  g.values = std::move(values);
+  return g;
+}
+
+struct bulk_channel_test : ::testing::Test {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::unique_ptr<caf::scoped_actor> self;
+  std::shared_ptr<seen_by_shard> seen = std::make_shared<seen_by_shard>();
+  shard_actor shard;
+  std::unique_ptr<bulk::server> server;
+  std::uint16_t port = 0;
+
+  bulk_channel_test() {
+    prepare_config(cfg);
+    cfg.set("logger.verbosity", caf::atom("quiet"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+    self = std::make_unique<caf::scoped_actor>(*sys);
+    shard = sys->spawn(echo_shard, slice, seen);
+    server = std::make_unique<bulk::server>(*sys, "secret", 10s);
+    server->hello_timeout = 2s;
+    auto p = server->listen("127.0.0.1", 0);
+    EXPECT_TRUE(p) << describe_error(p.error());
+    if (p) port = *p;
+    server->serve(3, shard, slice);
+  }
+  ~bulk_channel_test() override {
+    server->stop();
+    caf::anon_send_exit(shard, caf::exit_reason::kill);
+    self.reset();
+  }
+
+  bulk::endpoint at(std::string token = "secret") {
+    bulk::endpoint e;
+    e.host = "127.0.0.1";
+    e.port = port;
+    e.token = std::move(token);
+    e.name = "test worker";
+    e.timeout = 5s;
+    return e;
+  }
+
+  shard_actor proxy() {
+    auto p = bulk::spawn_proxy(*sys, at(), 3, slice, shard, caf::actor{});
+    EXPECT_TRUE(p) << describe_error(p.error());
+    return p ? *p : shard_actor{};
+  }
+
+  template <class T, class... Ts>
+  caf::expected<T> ask(const shard_actor& to, Ts&&... xs) {
+    caf::expected<T> out = caf::error{};
+    (*self)
+        ->request(to, 10s, std::forward<Ts>(xs)...)
+        .receive([&](T& x) { out = std::move(x); }, [&](caf::error& e) { out = std::move(e); });
+    return out;
+  }
+};
+
+TEST_F(bulk_channel_test, pulls_pushes_and_push_pulls_cross_bit_for_bit) {
+  auto p = proxy();
+  ASSERT_TRUE(p);
+  auto w = ask<weights>(p, pull_atom::value, pull_request{1, 0});
+  ASSERT_TRUE(w) << describe_error(w.error());
+  EXPECT_EQ(w->shard, 3);
+  EXPECT_EQ(w->version, 0);
+  EXPECT_TRUE(same(w->values, ramp(slice, 0.f)));
+  auto g = ramp(slice, -7.5f);
+  auto a = ask<push_ack>(p, push_atom::value, grad(0, g));
+  ASSERT_TRUE(a) << describe_error(a.error());
+  EXPECT_EQ(a->version, 1);
+  auto r = ask<weights>(p, push_pull_atom::value, grad(1, g));
+  ASSERT_TRUE(r) << describe_error(r.error());
+  EXPECT_EQ(r->version, 2);
+  auto twice = g.to_vector();
+  for (auto& x : twice) x *= 2.f;
+  EXPECT_TRUE(same(r->values, tensor(twice)));
+  EXPECT_EQ(r->values.shape(), (shape_t{slice}));
+  caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(bulk_channel_test, requests_reach_the_shard_in_the_order_they_were_sent) {
+  auto p = proxy();
+  ASSERT_TRUE(p);
+  // Sent all at once (as plain sends: the answers come back as messages): most frames wait for
+  // the writer thread behind the first ones.
+  constexpr int n = 40;
+  int answered = 0;
+  for (int i = 0; i < n; ++i)
+    (*self)->send(p, push_pull_atom::value, grad(i, ramp(slice, static_cast<float>(i))));
+  for (int i = 0; i < n; ++i)
+    (*self)->receive([&](weights& w) { answered += w.values.size() == slice ? 1 : 0; },
+                     [&](caf::error& e) { ADD_FAILURE() << describe_error(e); },
+                     caf::after(10s) >> [&] { ADD_FAILURE() << "no answer within 10 s"; });
+  EXPECT_EQ(answered, n);
+  std::lock_guard<std::mutex> lk(seen->mtx);
+  ASSERT_EQ(seen->steps.size(), static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(seen->steps[i], i);
+  caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(bulk_channel_test, a_wrong_token_is_refused_by_name) {
+  auto p = bulk::spawn_proxy(*sys, at("guess"), 3, slice, shard, caf::actor{});
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code(), static_cast<std::uint8_t>(errc::bad_token));
+  EXPECT_NE(describe_error(p.error()).find("wrong cluster token"), std::string::npos)
+      << describe_error(p.error());
+}
+
+TEST_F(bulk_channel_test, a_slice_of_the_wrong_length_is_refused_and_the_proxy_goes_down) {
+  auto p = proxy();
+  ASSERT_TRUE(p);
+  (*self)->monitor(p);
+  auto r = ask<push_ack>(p, push_atom::value, grad(0, ramp(slice - 1, 0.f)));
+  ASSERT_FALSE(r);
+  EXPECT_NE(describe_error(r.error()).find("expects 100000 gradient values, the frame holds 99999"),
+            std::string::npos)
+      << describe_error(r.error());
+  caf::error why;
+  (*self)->receive([&](caf::down_msg& dm) { why = dm.reason; },
+                   caf::after(5s) >> [] { ADD_FAILURE() << "the proxy did not go down"; });
+  EXPECT_NE(describe_error(why).find("closed"), std::string::npos) << describe_error(why);
+  std::lock_guard<std::mutex> lk(seen->mtx);
+  EXPECT_TRUE(seen->steps.empty()) << "the refused gradient reached the shard";
+}
+
+TEST_F(bulk_channel_test, a_shard_that_goes_down_is_answered_for_as_its_own_handle_would_be) {
+  // A request to a shard that ended on a live node is bounced over BASP with
+  // caf.request_receiver_down (one to a node that is gone is never answered): the proxy answers
+  // the same, and stays until its owner goes.
+  auto owner = sys->spawn([] { return caf::behavior{[](std::int8_t) {}}; });
+  auto made = bulk::spawn_proxy(*sys, at(), 3, slice, shard, owner);
+  ASSERT_TRUE(made) << describe_error(made.error());
+  auto p = *made;
+  (*self)->monitor(p);
+  caf::anon_send_exit(shard, caf::exit_reason::kill);
+  (*self)->wait_for(shard);
+  caf::error err;
+  for (int i = 0; i < 50 && err != caf::sec::request_receiver_down; ++i)
+    (*self)
+        ->request(p, 5s, pull_atom::value, pull_request{1, 0})
+        .receive([](weights&) {}, [&](caf::error& e) { err = e; });
+  EXPECT_EQ(err, caf::sec::request_receiver_down) << describe_error(err);
+  caf::error why;
+  EXPECT_FALSE(testing::went_down(*self, &why)) << "the proxy went with the shard";
+  caf::anon_send_exit(owner, caf::exit_reason::user_shutdown);
+  (*self)->receive(
+      [&](caf::down_msg& dm) { why = dm.reason; },
+      caf::after(5s) >> [] { ADD_FAILURE() << "the proxy did not go with its owner"; });
+  EXPECT_EQ(why, caf::exit_reason::normal);
+}
+
+TEST_F(bulk_channel_test, a_stopped_server_closes_the_channel_and_the_proxy_says_so) {
+  auto p = proxy();
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(ask<weights>(p, pull_atom::value, pull_request{1, 0}));
+  (*self)->monitor(p);
+  server->stop();
+  caf::error why;
+  (*self)->receive([&](caf::down_msg& dm) { why = dm.reason; },
+                   caf::after(5s) >> [] { ADD_FAILURE() << "the proxy did not go down"; });
+  EXPECT_EQ(why.code(), static_cast<std::uint8_t>(errc::node_down));
+  EXPECT_NE(describe_error(why).find("bulk channel to the ps node at 127.0.0.1"), std::string::npos)
+      << describe_error(why);
+}
+
+// -- a hostile peer -------------------------------------------------------------------------------
+
+struct raw_peer {
+  asio::io_context io;
+  tcp::socket sock{io};
+  caf::actor_system& sys;
+  raw_peer(caf::actor_system& s, std::uint16_t port) : sys(s) {
+    sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+  void send(bulk::header h, const std::vector<char>& meta = {}) {
+    h.meta_bytes = h.meta_bytes == 0 ? static_cast<std::uint32_t>(meta.size()) : h.meta_bytes;
+    asio::write(sock, asio::buffer(&h, sizeof h));
+    if (!meta.empty()) asio::write(sock, asio::buffer(meta));
+  }
+  void hello(std::string token) {
+    std::vector<char> meta;
+    caf::binary_serializer sink{sys, meta};
+    std::uint32_t version = protocol_version;
+    std::string name = "raw";
+    EXPECT_FALSE(sink(token, version, name));
+    bulk::header h;
+    h.kind = static_cast<std::uint8_t>(bulk::kind::hello);
+    send(h, meta);
+  }
+  /// The next frame's kind and, for an error, its text.
+  std::pair<std::uint8_t, std::string> answer() {
+    bulk::header h;
+    asio::read(sock, asio::buffer(&h, sizeof h));
+    std::vector<char> meta(h.meta_bytes);
+    if (!meta.empty()) asio::read(sock, asio::buffer(meta));
+    std::string text;
+    if (h.kind == static_cast<std::uint8_t>(bulk::kind::error)) {
+      std::uint8_t code = 0;
+      caf::binary_deserializer source{sys, meta};
+      EXPECT_FALSE(source(code, text));
+    }
+    return {h.kind, text};
+  }
+  /// Whether the server closed the connection (a read ends with end of file).
+  bool closed() {
+    char c;
+    boost::system::error_code ec;
+    asio::read(sock, asio::buffer(&c, 1), ec);
+    return ec == asio::error::eof || ec == asio::error::connection_reset;
+  }
+};
+
+TEST_F(bulk_channel_test, a_hostile_peer_is_answered_and_dropped_before_anything_is_allocated) {
+  {
+    raw_peer peer(*sys, port);
+    bulk::header h;
+    h.magic = 0x50545448;  // "HTTP"
+    peer.send(h);
+    auto [k, text] = peer.answer();
+    EXPECT_EQ(k, static_cast<std::uint8_t>(bulk::kind::error));
+    EXPECT_NE(text.find("wrong magic"), std::string::npos) << text;
+    EXPECT_TRUE(peer.closed());
+  }
+  {
+    raw_peer peer(*sys, port);
+    peer.hello("secret");
+    EXPECT_EQ(peer.answer().first, static_cast<std::uint8_t>(bulk::kind::welcome));
+    bulk::header h;
+    h.kind = static_cast<std::uint8_t>(bulk::kind::push);
+    h.target = 3;
+    h.floats = std::uint64_t{1} << 40;  // 4 TiB, if the server believed it
+    peer.send(h);
+    auto [k, text] = peer.answer();
+    EXPECT_EQ(k, static_cast<std::uint8_t>(bulk::kind::error));
+    EXPECT_NE(text.find("at most 100000 fit"), std::string::npos) << text;
+    EXPECT_TRUE(peer.closed());
+  }
+  {
+    raw_peer peer(*sys, port);
+    peer.hello("secret");
+    EXPECT_EQ(peer.answer().first, static_cast<std::uint8_t>(bulk::kind::welcome));
+    bulk::header h;
+    h.kind = static_cast<std::uint8_t>(bulk::kind::pull);
+    h.target = 9;
+    peer.send(h);
+    auto [k, text] = peer.answer();
+    EXPECT_NE(text.find("no shard 9 on this ps node"), std::string::npos) << text;
+    EXPECT_TRUE(peer.closed());
+  }
+  {
+    raw_peer peer(*sys, port);
+    bulk::header h;
+    h.kind = static_cast<std::uint8_t>(bulk::kind::hello);
+    h.meta_bytes = 1u << 30;  // a hello that claims 1 GiB of metadata
+    peer.send(h);
+    auto [k, text] = peer.answer();
+    EXPECT_NE(text.find("at most 4096"), std::string::npos) << text;
+    EXPECT_TRUE(peer.closed());
+  }
+  {
+    raw_peer peer(*sys, port);
+    peer.hello("secret");
+    EXPECT_EQ(peer.answer().first, static_cast<std::uint8_t>(bulk::kind::welcome));
+    bulk::header h;
+    h.kind = static_cast<std::uint8_t>(bulk::kind::pull);
+    h.target = 3;
+    peer.send(h, {'x', 'y'});  // metadata that is no pull_request
+    auto [k, text] = peer.answer();
+    EXPECT_NE(text.find("malformed pull"), std::string::npos) << text;
+    EXPECT_TRUE(peer.closed());
+  }
+  std::lock_guard<std::mutex> lk(seen->mtx);
+  EXPECT_TRUE(seen->steps.empty());
+}
+
+TEST_F(bulk_channel_test, a_silent_peer_is_dropped_after_the_hello_timeout) {
+  raw_peer peer(*sys, port);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(peer.closed());  // server->hello_timeout is 2 s
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 1900ms);
+}
+
+}  // namespace
+}  // namespace actrain
