@@ -401,8 +401,8 @@ struct server::impl {
       auto vals = std::move(w.values);
       w.values = tensor();
       auto shape = vals.shape();
-      out = make_frame(sys, kind::weights, h.target, h.id, vals, w, shape);
-      pool.keep(std::move(vals));  // reused only once the shard and the reply let go of it
+      // Not kept in `pool`: the shard recycles its own snapshots once every reader let go.
+      out = make_frame(sys, kind::weights, h.target, h.id, std::move(vals), w, shape);
     };
     if (h.kind == static_cast<std::uint8_t>(kind::pull)) {
       pull_request r;
@@ -421,7 +421,8 @@ struct server::impl {
                                              (err ? ": " + describe_error(err) : "")));
       return false;
     }
-    g.values = std::move(values);
+    g.values = values;
+    pool.keep(std::move(values));  // its buffer comes back once the shard let go of it
     if (h.kind == static_cast<std::uint8_t>(kind::push)) {
       self->request(t.shard, timeout, push_atom::value, std::move(g))
           .receive(
