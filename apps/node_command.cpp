@@ -36,10 +36,14 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
     return std::chrono::milliseconds(v);
   };
   o.host = get_or(c, "cluster.host", o.host);
-  auto port = get_or(c, "cluster.port", static_cast<std::int64_t>(0));
-  if (port < 0 || port > 65535)
-    throw std::invalid_argument("cluster.port must be in [0, 65535], got " + std::to_string(port));
-  o.port = static_cast<std::uint16_t>(port);
+  auto port = [&](const char* key) {
+    auto p = get_or(c, key, static_cast<std::int64_t>(0));
+    if (p < 0 || p > 65535)
+      throw std::invalid_argument(std::string(key) + " must be in [0, 65535], got " +
+                                  std::to_string(p));
+    return static_cast<std::uint16_t>(p);
+  };
+  o.port = port("cluster.port");
   o.token = get_or(c, "cluster.token", o.token);
   auto ps = get_or(c, "cluster.ps-nodes", static_cast<std::int64_t>(o.ps_nodes));
   if (ps < 1 || ps > 4096)
@@ -81,17 +85,9 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
   validate(o.chunking);
   o.direct_connections = get_or(c, "cluster.direct-connections", o.direct_connections);
   o.listen_host = get_or(c, "cluster.listen-host", o.listen_host);
-  auto listen_port = get_or(c, "cluster.listen-port", static_cast<std::int64_t>(0));
-  if (listen_port < 0 || listen_port > 65535)
-    throw std::invalid_argument("cluster.listen-port must be in [0, 65535], got " +
-                                std::to_string(listen_port));
-  o.listen_port = static_cast<std::uint16_t>(listen_port);
+  o.listen_port = port("cluster.listen-port");
   o.bulk_channel = get_or(c, "cluster.bulk-channel", o.bulk_channel);
-  auto bulk_port = get_or(c, "cluster.bulk-port", static_cast<std::int64_t>(0));
-  if (bulk_port < 0 || bulk_port > 65535)
-    throw std::invalid_argument("cluster.bulk-port must be in [0, 65535], got " +
-                                std::to_string(bulk_port));
-  o.bulk_port = static_cast<std::uint16_t>(bulk_port);
+  o.bulk_port = port("cluster.bulk-port");
   o.advertise_host = get_or(c, "cluster.advertise-host", o.advertise_host);
   o.tls.certificate = get_or(c, "cluster.tls-certificate", o.tls.certificate);
   o.tls.key = get_or(c, "cluster.tls-key", o.tls.key);

@@ -296,62 +296,44 @@ struct raw_peer {
 };
 
 TEST_F(bulk_channel_test, a_hostile_peer_is_answered_and_dropped_before_anything_is_allocated) {
-  {
-    raw_peer peer(*sys, port);
+  struct hostile {
+    bool greeted;  ///< sends a good hello first
     bulk::header h;
-    h.magic = 0x50545448;  // "HTTP"
-    peer.send(h);
+    std::vector<char> meta;
+    std::string expected;  ///< in the error's text
+  };
+  auto frame = [](bulk::kind k, std::uint32_t target, std::uint64_t floats,
+                  std::uint32_t meta_bytes = 0) {
+    bulk::header h;
+    h.kind = static_cast<std::uint8_t>(k);
+    h.target = target;
+    h.floats = floats;
+    h.meta_bytes = meta_bytes;
+    return h;
+  };
+  bulk::header http;
+  http.magic = 0x50545448;  // "HTTP"
+  const std::vector<hostile> cases{
+      {false, http, {}, "wrong magic"},
+      // 4 TiB, if the server believed it.
+      {true, frame(bulk::kind::push, 3, std::uint64_t{1} << 40), {}, "at most 100000 fit"},
+      {true, frame(bulk::kind::pull, 9, 0), {}, "no shard 9 on this ps node"},
+      // A hello that claims 1 GiB of metadata.
+      {false, frame(bulk::kind::hello, 0, 0, 1u << 30), {}, "at most 4096"},
+      // Metadata that is no pull_request.
+      {true, frame(bulk::kind::pull, 3, 0), {'x', 'y'}, "malformed pull"},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.expected);
+    raw_peer peer(*sys, port);
+    if (c.greeted) {
+      peer.hello("secret");
+      EXPECT_EQ(peer.answer().first, static_cast<std::uint8_t>(bulk::kind::welcome));
+    }
+    peer.send(c.h, c.meta);
     auto [k, text] = peer.answer();
     EXPECT_EQ(k, static_cast<std::uint8_t>(bulk::kind::error));
-    EXPECT_NE(text.find("wrong magic"), std::string::npos) << text;
-    EXPECT_TRUE(peer.closed());
-  }
-  {
-    raw_peer peer(*sys, port);
-    peer.hello("secret");
-    EXPECT_EQ(peer.answer().first, static_cast<std::uint8_t>(bulk::kind::welcome));
-    bulk::header h;
-    h.kind = static_cast<std::uint8_t>(bulk::kind::push);
-    h.target = 3;
-    h.floats = std::uint64_t{1} << 40;  // 4 TiB, if the server believed it
-    peer.send(h);
-    auto [k, text] = peer.answer();
-    EXPECT_EQ(k, static_cast<std::uint8_t>(bulk::kind::error));
-    EXPECT_NE(text.find("at most 100000 fit"), std::string::npos) << text;
-    EXPECT_TRUE(peer.closed());
-  }
-  {
-    raw_peer peer(*sys, port);
-    peer.hello("secret");
-    EXPECT_EQ(peer.answer().first, static_cast<std::uint8_t>(bulk::kind::welcome));
-    bulk::header h;
-    h.kind = static_cast<std::uint8_t>(bulk::kind::pull);
-    h.target = 9;
-    peer.send(h);
-    auto [k, text] = peer.answer();
-    EXPECT_NE(text.find("no shard 9 on this ps node"), std::string::npos) << text;
-    EXPECT_TRUE(peer.closed());
-  }
-  {
-    raw_peer peer(*sys, port);
-    bulk::header h;
-    h.kind = static_cast<std::uint8_t>(bulk::kind::hello);
-    h.meta_bytes = 1u << 30;  // a hello that claims 1 GiB of metadata
-    peer.send(h);
-    auto [k, text] = peer.answer();
-    EXPECT_NE(text.find("at most 4096"), std::string::npos) << text;
-    EXPECT_TRUE(peer.closed());
-  }
-  {
-    raw_peer peer(*sys, port);
-    peer.hello("secret");
-    EXPECT_EQ(peer.answer().first, static_cast<std::uint8_t>(bulk::kind::welcome));
-    bulk::header h;
-    h.kind = static_cast<std::uint8_t>(bulk::kind::pull);
-    h.target = 3;
-    peer.send(h, {'x', 'y'});  // metadata that is no pull_request
-    auto [k, text] = peer.answer();
-    EXPECT_NE(text.find("malformed pull"), std::string::npos) << text;
+    EXPECT_NE(text.find(c.expected), std::string::npos) << text;
     EXPECT_TRUE(peer.closed());
   }
   std::lock_guard<std::mutex> lk(seen->mtx);
