@@ -1,0 +1,162 @@
+// The bulk channel's frames and descriptor I/O (cluster/bulk_frames.hpp), and its retired sockets.
+#include "cluster/bulk_frames.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <deque>
+#include <mutex>
+
+namespace actrain::bulk {
+
+std::string check_header(const header& h, std::uint64_t max_floats) {
+  if (h.magic != frame_magic) return "not a bulk-channel frame (wrong magic)";
+  if (h.kind < static_cast<std::uint8_t>(kind::hello) ||
+      h.kind > static_cast<std::uint8_t>(kind::error))
+    return "unknown frame kind " + std::to_string(h.kind);
+  if (h.meta_bytes > max_meta_bytes)
+    return "frame metadata of " + std::to_string(h.meta_bytes) + " bytes (at most " +
+           std::to_string(max_meta_bytes) + ")";
+  if (h.floats > max_floats)
+    return "frame of " + std::to_string(h.floats) + " values where at most " +
+           std::to_string(max_floats) + " fit";
+  return {};
+}
+
+// -- descriptor I/O -------------------------------------------------------------------------------
+
+/// Waits until `fd` is readable (or writable); false when `deadline` passed first. A deadline of
+/// time_point::max() waits for ever (a shutdown of the socket ends the wait).
+bool wait_for(int fd, short events, clk::time_point deadline) {
+  for (;;) {
+    int ms = -1;
+    if (deadline != clk::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clk::now());
+      if (left.count() <= 0) return false;
+      ms = static_cast<int>(std::min<std::int64_t>(left.count(), 1 << 30));
+    }
+    pollfd p{fd, events, 0};
+    int r = ::poll(&p, 1, ms);
+    if (r > 0) return true;
+    if (r == 0) return false;
+    if (errno != EINTR) return true;  // let the read or write report the error
+  }
+}
+
+/// Reads exactly n bytes; "" or why not ("closed", a timeout, errno's text).
+std::string read_exact(int fd, void* out, std::size_t n, clk::time_point deadline) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    if (deadline != clk::time_point::max() && !wait_for(fd, POLLIN, deadline))
+      return "timed out waiting for the peer";
+    auto r = ::recv(fd, p, n, 0);
+    if (r == 0) return "connection closed by the peer";
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return std::strerror(errno);
+    }
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return {};
+}
+
+/// Writes what is left of `f` with one sendmsg; returns bytes written, 0 when the socket takes
+/// nothing now (dontwait), or -1 with errno set.
+ssize_t send_some(int fd, out_frame& f, bool dontwait) {
+  iovec iov[2];
+  int n = 0;
+  auto values_bytes = f.values.size() * sizeof(float);
+  if (f.sent < f.head.size()) {
+    iov[n++] = {f.head.data() + f.sent, f.head.size() - f.sent};
+    if (values_bytes > 0) iov[n++] = {const_cast<float*>(f.values.data()), values_bytes};
+  } else {
+    auto off = f.sent - f.head.size();
+    iov[n++] = {reinterpret_cast<char*>(const_cast<float*>(f.values.data())) + off,
+                values_bytes - off};
+  }
+  msghdr m{};
+  m.msg_iov = iov;
+  m.msg_iovlen = static_cast<std::size_t>(n);
+  for (;;) {
+    auto r = ::sendmsg(fd, &m, MSG_NOSIGNAL | (dontwait ? MSG_DONTWAIT : 0));
+    if (r >= 0) return r;
+    if (errno == EINTR) continue;
+    if (dontwait && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return -1;
+  }
+}
+
+/// Writes all of `f`, blocking; "" or why not.
+std::string write_all(int fd, out_frame& f) {
+  while (f.sent < f.size()) {
+    auto r = send_some(fd, f, false);
+    if (r < 0) return std::strerror(errno);
+    f.sent += static_cast<std::size_t>(r);
+  }
+  return {};
+}
+
+/// Reads a frame's metadata and values (its header read and checked); values land in a buffer
+/// from `pool` (recycled, not zero-filled, when one is free).
+std::string read_body(int fd, const header& h, std::vector<char>& meta, tensor& values,
+                      tensor_pool& pool, clk::time_point deadline) {
+  meta.resize(h.meta_bytes);
+  if (auto e = read_exact(fd, meta.data(), meta.size(), deadline); !e.empty()) return e;
+  values = tensor();
+  if (h.floats == 0) return {};
+  auto v = pool.take(static_cast<std::size_t>(h.floats));
+  if (auto e = read_exact(fd, v.data(), v.size() * sizeof(float), deadline); !e.empty()) return e;
+  values = tensor(std::move(v));
+  return {};
+}
+
+/// After refusing a peer: no more writes, and what it still sends is read and dropped (for at
+/// most a second and 64 MiB) before the socket closes, so the refusal reaches it ahead of the end
+/// of the stream instead of being discarded by a reset.
+void linger(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  auto deadline = clk::now() + std::chrono::seconds(1);
+  std::vector<char> sink(1 << 16);
+  for (std::size_t total = 0; total < (std::size_t{64} << 20);) {
+    if (!wait_for(fd, POLLIN, deadline)) return;
+    auto r = ::recv(fd, sink.data(), sink.size(), 0);
+    if (r <= 0) return;
+    total += static_cast<std::size_t>(r);
+  }
+}
+
+std::pair<std::uint8_t, std::string> error_meta(const caf::error& err) {
+  auto code =
+      err.category() == errc_category() ? err.code() : static_cast<std::uint8_t>(errc::node_down);
+  return {code, describe_error(err)};
+}
+
+namespace {
+
+std::mutex retired_mtx;
+std::deque<int> retired;
+
+}  // namespace
+
+void retire(int fd) {
+  if (fd < 0) return;
+  std::lock_guard<std::mutex> lk(retired_mtx);
+  retired.push_back(fd);
+  while (retired.size() > 4096) {
+    ::close(retired.front());
+    retired.pop_front();
+  }
+}
+
+void close_retired() {
+  std::lock_guard<std::mutex> lk(retired_mtx);
+  for (int fd : retired) ::close(fd);
+  retired.clear();
+}
+
+}  // namespace actrain::bulk

@@ -1,0 +1,105 @@
+#pragma once
+// The bulk channel's frames and descriptor I/O, shared by its server (bulk_server.cpp) and its
+// proxy (bulk_proxy.cpp); cluster/bulk.hpp describes the channel. Reads and writes go through the
+// socket's descriptor (recv, sendmsg with an iovec, poll for deadlines): a proxy writes a frame
+// without blocking straight from its actor when the socket takes it, and Asio's synchronous
+// operations have no deadline. Internal to actrain::cluster.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include <actrain/errors.hpp>
+#include "cluster/bulk.hpp"
+
+namespace actrain::bulk {
+
+using clk = std::chrono::steady_clock;
+
+/// Waits until `fd` is readable (or writable); false when `deadline` passed first. A deadline of
+/// time_point::max() waits for ever (a shutdown of the socket ends the wait).
+bool wait_for(int fd, short events, clk::time_point deadline);
+
+/// Reads exactly n bytes; "" or why not ("closed", a timeout, errno's text).
+std::string read_exact(int fd, void* out, std::size_t n,
+                       clk::time_point deadline = clk::time_point::max());
+
+/// One frame on its way out: header and metadata in one buffer, values in their tensor.
+struct out_frame {
+  std::vector<char> head;  ///< header + metadata
+  tensor values;
+  std::size_t sent = 0;  ///< bytes of head + values already written
+  std::size_t size() const { return head.size() + values.size() * sizeof(float); }
+};
+
+/// Writes what is left of `f` with one sendmsg; returns bytes written, 0 when the socket takes
+/// nothing now (dontwait), or -1 with errno set.
+ssize_t send_some(int fd, out_frame& f, bool dontwait);
+
+/// Writes all of `f`, blocking; "" or why not.
+std::string write_all(int fd, out_frame& f);
+
+template <class... Ts>
+std::vector<char> serialize_meta(caf::actor_system& sys, Ts&... xs) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  if (auto err = sink(xs...))
+    throw std::runtime_error("bulk channel: cannot serialize a frame's metadata: " +
+                             sys.render(err));
+  return buf;
+}
+
+template <class... Ts>
+out_frame make_frame(caf::actor_system& sys, kind k, std::uint32_t target, std::uint64_t id,
+                     tensor values, Ts&... meta) {
+  auto m = serialize_meta(sys, meta...);
+  if (m.size() > max_meta_bytes)
+    throw std::runtime_error("bulk channel: a frame's metadata exceeds " +
+                             std::to_string(max_meta_bytes) + " bytes");
+  header h;
+  h.kind = static_cast<std::uint8_t>(k);
+  h.target = target;
+  h.meta_bytes = static_cast<std::uint32_t>(m.size());
+  h.id = id;
+  h.floats = values.size();
+  out_frame f;
+  f.head.resize(sizeof h + m.size());
+  std::memcpy(f.head.data(), &h, sizeof h);
+  std::copy(m.begin(), m.end(), f.head.begin() + sizeof h);
+  f.values = std::move(values);
+  return f;
+}
+
+template <class... Ts>
+caf::error parse_meta(caf::actor_system& sys, const std::vector<char>& buf, Ts&... xs) {
+  caf::binary_deserializer source{sys, buf};
+  if (auto err = source(xs...)) return err;
+  if (source.remaining() != 0)
+    return make_error(errc::bad_message, "bulk channel: " + std::to_string(source.remaining()) +
+                                             " bytes left over after a frame's metadata");
+  return caf::none;
+}
+
+/// Reads a frame's metadata and values (its header read and checked); values land in a buffer
+/// from `pool` (recycled, not zero-filled, when one is free).
+std::string read_body(int fd, const header& h, std::vector<char>& meta, tensor& values,
+                      tensor_pool& pool, clk::time_point deadline = clk::time_point::max());
+
+/// After refusing a peer: no more writes, and what it still sends is read and dropped (for at
+/// most a second and 64 MiB) before the socket closes, so the refusal reaches it ahead of the end
+/// of the stream instead of being discarded by a reset.
+void linger(int fd);
+
+/// An error as an error frame carries it: actrain's code (node_down for another category) and
+/// its text.
+std::pair<std::uint8_t, std::string> error_meta(const caf::error& err);
+
+}  // namespace actrain::bulk
