@@ -337,22 +337,28 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
   };
 }
 
+barrier_config front_config(const job_spec& job, const topology& topo, std::size_t s,
+                            shard_actor shard, std::int32_t capacity) {
+  auto ranges = job_ranges(job);
+  barrier_config c;
+  c.shard = std::move(shard);
+  if (s < ranges.size()) c.slice = static_cast<std::size_t>(ranges[s].end - ranges[s].begin);
+  c.mode = job.mode;
+  c.workers = topo.barrier_workers;
+  c.backup = topo.barrier_backup;
+  c.capacity = capacity;
+  c.ssp_bound = job.ssp_bound;
+  c.late_policy = job.late_policy;
+  return c;
+}
+
 std::vector<shard_actor> make_fronts(caf::actor_system& sys, const job_spec& job,
                                      const topology& topo, const std::vector<shard_actor>& shards,
                                      std::shared_ptr<barrier_log> log, std::int32_t capacity) {
   if (!topo.barriers) return shards;
-  auto ranges = job_ranges(job);
   std::vector<shard_actor> out;
   for (std::size_t s = 0; s < shards.size(); ++s) {
-    barrier_config c;
-    c.shard = shards[s];
-    if (s < ranges.size()) c.slice = static_cast<std::size_t>(ranges[s].end - ranges[s].begin);
-    c.mode = job.mode;
-    c.workers = topo.barrier_workers;
-    c.backup = topo.barrier_backup;
-    c.capacity = capacity;
-    c.ssp_bound = job.ssp_bound;
-    c.late_policy = job.late_policy;
+    auto c = front_config(job, topo, s, shards[s], capacity);
     if (s == 0) c.log = log;
     out.push_back(sys.spawn(barrier, std::move(c)));
   }

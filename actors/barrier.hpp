@@ -94,6 +94,11 @@ struct barrier_state {
 shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> self,
                                    barrier_config cfg);
 
+/// Shard `s`'s barrier as make_fronts configures it, in front of `shard` (a ps node that runs the
+/// barriers of its own shards configures them so too).
+barrier_config front_config(const job_spec& job, const topology& topo, std::size_t s,
+                            shard_actor shard, std::int32_t capacity);
+
 /// What workers of `job` talk to: the shards themselves, or (topo.barriers) one barrier per
 /// shard spawned in `sys` (the coordinator stops them with the shards). `log`, when set, is
 /// attached to barrier 0.

@@ -52,8 +52,9 @@ cluster_options cluster_from_config(const caf::actor_system_config& cfg) {
   o.name = get_or(c, "cluster.name", o.name);
   o.port_file = get_or(c, "cluster.port-file", o.port_file);
   auto max_workers = get_or(c, "cluster.max-workers", static_cast<std::int64_t>(o.max_workers));
-  if (max_workers < 0 || max_workers > 4096)
-    throw std::invalid_argument("cluster.max-workers must be in [0, 4096], got " +
+  if (max_workers < 0 || max_workers > max_cluster_workers)
+    throw std::invalid_argument("cluster.max-workers must be in [0, " +
+                                std::to_string(max_cluster_workers) + "], got " +
                                 std::to_string(max_workers));
   o.max_workers = static_cast<int>(max_workers);
   auto replicas = get_or(c, "cluster.replicas", static_cast<std::int64_t>(o.replicas));

@@ -30,9 +30,19 @@ namespace actrain {
 
 namespace {
 
+/// Workers in all, joined ones included, a job takes (cluster_options::max_workers; by default
+/// twice job.workers, within max_cluster_workers).
+std::int32_t joinable_workers(const job_spec& job, const cluster_options& opts) {
+  return opts.max_workers > 0
+             ? std::max(opts.max_workers, job.workers)
+             : std::max(job.workers, std::min(2 * job.workers, max_cluster_workers));
+}
+
 struct cluster_members {
   std::vector<shard_actor> shards;
   std::vector<replicated_shard_actor> replicas;  ///< per shard ([cluster] replicas = 1)
+  /// Per shard: the sync/ssp barrier its ps node runs in front of it (join_front), or none.
+  std::vector<shard_actor> fronts;
   std::vector<worker_actor> workers;
   std::map<caf::node_id, std::string> names;  ///< registered nodes' names
 };
@@ -338,9 +348,9 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
   st.members = std::move(members);
   st.members->shards.resize(static_cast<std::size_t>(st.job.shards));
   st.members->replicas.resize(static_cast<std::size_t>(st.job.shards));
+  st.members->fronts.resize(static_cast<std::size_t>(st.job.shards));
   st.members->workers.resize(static_cast<std::size_t>(st.job.workers));
-  st.max_workers = st.opts.max_workers > 0 ? std::max(st.opts.max_workers, st.job.workers)
-                                           : 2 * st.job.workers;
+  st.max_workers = joinable_workers(st.job, st.opts);
   st.peers.resize(static_cast<std::size_t>(st.opts.ps_nodes));
   st.peer_known.resize(static_cast<std::size_t>(st.opts.ps_nodes));
   st.own_name = st.opts.name.empty() ? "coordinator-" + std::to_string(::getpid()) : st.opts.name;
@@ -366,6 +376,14 @@ registrar_impl::behavior_type registrar(registrar_ptr self, job_spec job, cluste
       [self](join_replica_atom, std::int32_t index, replicated_shard_actor h) {
         join(self, self->state.members->replicas, index, std::move(h),
              self->state.replicas_joined);
+      },
+      // Not counted: a ps node sends it before its shard's join_shard, so a complete cluster
+      // holds every front its ps nodes run. The ps node stops it with its shard.
+      [self](join_front_atom, std::int32_t index, shard_actor h) {
+        auto& fronts = self->state.members->fronts;
+        if (index < 0 || static_cast<std::size_t>(index) >= fronts.size() || !h) return;
+        auto& slot = fronts[static_cast<std::size_t>(index)];
+        if (!slot) slot = std::move(h);
       },
       [self](join_worker_atom, std::int32_t index, worker_actor h) {
         if (index >= self->state.job.workers) return join_late_worker(self, index, std::move(h));
@@ -432,11 +450,6 @@ struct job_fronts {
   std::vector<shard_actor> owned;   ///< barriers, gateways and proxies spawned here
 };
 
-/// Workers in all, joined ones included, a job takes (cluster_options::max_workers).
-std::int32_t joinable_workers(const job_spec& job, const cluster_options& opts) {
-  return opts.max_workers > 0 ? std::max(opts.max_workers, job.workers) : 2 * job.workers;
-}
-
 job_fronts wire_fronts(caf::actor_system& sys, const job_spec& job, const topology& topo,
                        const cluster_members& members, const cluster_options& opts, bool chunked) {
   job_fronts out;
@@ -446,20 +459,27 @@ job_fronts wire_fronts(caf::actor_system& sys, const job_spec& job, const topolo
                        : members.shards;
   if (chunked) out.owned = out.shards;
   // async: workers talk to the remote shards (or their gateways) directly. sync and ssp: one
-  // barrier per shard on this node, in front of the remote shard (it monitors it and requests it
-  // with timeouts); the coordinator's leave messages and stats requests to the barriers stay
-  // local. Workers on other nodes reach a barrier through a gateway when slices are chunked.
+  // barrier per shard. Where the shard's ps node runs it (join_front: that node serves a bulk
+  // channel), workers push to it over that channel and it reaches its shard in-process; the
+  // coordinator's leave, stats and checkpoint requests cross to it. Else it runs on this node,
+  // in front of the remote shard (it monitors it and requests it with timeouts), and workers on
+  // other nodes reach it through a gateway when slices are chunked.
   if (!topo.barriers) {
     out.fronts = members.shards;
     return out;
   }
-  out.fronts = make_fronts(sys, job, topo, out.shards, nullptr, joinable_workers(job, opts));
-  if (chunked) {
-    auto sizes = slice_sizes(job);
-    for (std::size_t s = 0; s < out.fronts.size(); ++s)
-      out.fronts[s] = sys.spawn(shard_gateway, out.fronts[s], sizes[s], opts.chunking);
+  auto sizes = slice_sizes(job);
+  out.fronts.resize(out.shards.size());
+  for (std::size_t s = 0; s < out.shards.size(); ++s) {
+    if (s < members.fronts.size() && members.fronts[s]) {
+      out.fronts[s] = members.fronts[s];
+      continue;
+    }
+    auto& f = out.fronts[s];
+    f = sys.spawn(barrier, front_config(job, topo, s, out.shards[s], joinable_workers(job, opts)));
+    if (chunked) f = sys.spawn(shard_gateway, f, sizes[s], opts.chunking);
+    out.owned.push_back(f);
   }
-  out.owned.insert(out.owned.end(), out.fronts.begin(), out.fronts.end());
   return out;
 }
 
@@ -603,10 +623,14 @@ engine_result run_coordinator_node(caf::actor_system& sys, const job_spec& job,
     throw std::invalid_argument(
         "cluster.ps-nodes must be in [1, job.shards = " + std::to_string(job.shards) + "], got " +
         std::to_string(opts.ps_nodes));
-  if (opts.max_workers != 0 && opts.max_workers < job.workers)
-    throw std::invalid_argument("cluster.max-workers must be 0 or >= job.workers = " +
-                                std::to_string(job.workers) + ", got " +
-                                std::to_string(opts.max_workers));
+  if (job.workers > max_cluster_workers)
+    throw std::invalid_argument("job.workers must be <= " + std::to_string(max_cluster_workers) +
+                                " in a cluster, got " + std::to_string(job.workers));
+  if (opts.max_workers != 0 &&
+      (opts.max_workers < job.workers || opts.max_workers > max_cluster_workers))
+    throw std::invalid_argument(
+        "cluster.max-workers must be 0 or in [job.workers = " + std::to_string(job.workers) + ", " +
+        std::to_string(max_cluster_workers) + "], got " + std::to_string(opts.max_workers));
   const auto topo = plan_topology(job, placement::cluster);
   validate(opts.chunking);
   validate_replicas(job, opts);

@@ -405,11 +405,31 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
                            dial_ps_nodes(sys, self, reg, opts, (index + 1) % count);
                          auto configs = make_shard_configs(job);
                          auto sizes = slice_sizes(job);
+                         // sync over the bulk channel: this node runs its shards' barriers
+                         // (own_fronts), so a step's slices reach them in one hop and the mean
+                         // goes to the shard in-process. Only sync: its workers have one request
+                         // per shard in flight, while an ssp worker's prefetched pull, held by
+                         // the barrier, would stall the push behind it on the channel's
+                         // connection (answered one frame at a time).
+                         const auto topo = plan_topology(job, placement::cluster);
+                         const bool own_fronts =
+                             bulk && topo.barriers && job.mode == "sync" && !chunked;
                          for (std::size_t s = 0; s < configs.size(); ++s) {
                            if (static_cast<std::int32_t>(s) % count != index) continue;
                            shard_actor h = sys.spawn(shard, std::move(configs[s]));
                            keep(caf::actor_cast<caf::actor>(h));
-                           if (bulk) bulk->serve(static_cast<std::int32_t>(s), h, sizes[s]);
+                           const auto si = static_cast<std::int32_t>(s);
+                           if (own_fronts) {
+                             // Tracks every worker index a cluster can hand out: the coordinator
+                             // node's [cluster] max-workers need not be known here.
+                             shard_actor b = sys.spawn(
+                                 barrier, front_config(job, topo, s, h, max_cluster_workers));
+                             keep(caf::actor_cast<caf::actor>(b));
+                             bulk->serve(si, b, sizes[s]);
+                             self->send(reg, join_front_atom::value, si, b);
+                           } else if (bulk) {
+                             bulk->serve(si, h, sizes[s]);
+                           }
                            if (chunked) {
                              // Other nodes get the gateway (linked to the shard: either going
                              // down takes the other).

@@ -63,6 +63,10 @@ struct tls_options {
 /// the same CA). Nothing to check when TLS is off.
 void validate(const tls_options& o);
 
+/// The most workers a cluster takes ([cluster] max-workers), joined ones included: worker
+/// indexes stay below it.
+constexpr int max_cluster_workers = 4096;
+
 /// How nodes find and trust each other: the [cluster] group of a deployment INI file.
 struct cluster_options {
   std::string host = "127.0.0.1";  ///< coordinator host; the coordinator binds to it
@@ -74,6 +78,7 @@ struct cluster_options {
   /// Coordinator: workers in all, joined ones included, the job takes. Worker nodes that
   /// register beyond [job] workers join the running job (a share of the rows still to train);
   /// beyond this many they are refused. 0 = twice [job] workers; [job] workers = none join.
+  /// At most max_cluster_workers.
   int max_workers = 0;
   /// Heartbeats on every connection (both sides must send them); a peer silent for
   /// connection_timeout is declared down, so a hung (SIGSTOPped) node is detected within about

@@ -21,12 +21,13 @@
 namespace actrain {
 
 /// Bumped whenever a message layout changes; checked when a node registers.
+/// 14: a ps node's own sync/ssp barriers join the registrar (join_front);
 /// 12: heartbeats between a node's beacon, the registrar and the coordinator (heartbeat);
 /// 11: hot replicas of shards (replicate, replica, moved, join_replica);
 /// 10: a worker joins a running job (coordinator join_worker, worker release);
 /// 7: sparse shards' row messages; 5: doubles as their IEEE 754 bits, float vectors as raw blocks
 /// (wire.hpp); 4: checkpoints at a step, resumed assignments.
-constexpr std::uint32_t protocol_version = 13;
+constexpr std::uint32_t protocol_version = 14;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -64,6 +65,7 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using join_shard_atom = caf::atom_constant<caf::atom("joinshard")>;
 using join_worker_atom = caf::atom_constant<caf::atom("joinworker")>;
 using join_replica_atom = caf::atom_constant<caf::atom("joinrepl")>;
+using join_front_atom = caf::atom_constant<caf::atom("joinfront")>;
 using members_atom = caf::atom_constant<caf::atom("members")>;
 using peer_atom = caf::atom_constant<caf::atom("peer")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
@@ -570,6 +572,9 @@ using checkpoint_writer_actor =
 ///          that role, the registrar's probe); refused with bad_token / version_mismatch /
 ///          bad_config naming what differs.
 ///   join_shard / join_worker: (index, handle) once the node's actors run.
+///   join_front: (shard index, handle) a sync/ssp barrier a ps node runs in front of its own
+///          shard (sent before that shard's join_shard): workers reach it over the node's bulk
+///          channel, and it reaches its shard without crossing a node.
 ///   join_replica: (shard index, handle) a ps node's replica of another ps node's shard
 ///          ([cluster] replicas = 1: shard s is replicated on the ps node after its own).
 ///   peer: (ps index, endpoint) where workers reach that ps node (host "" = as seen here).
@@ -592,6 +597,7 @@ using registrar_actor = caf::typed_actor<
                     std::string>::with<std::int32_t, std::int32_t, tensor>,
     caf::reacts_to<join_shard_atom, std::int32_t, shard_actor>,
     caf::reacts_to<join_replica_atom, std::int32_t, replicated_shard_actor>,
+    caf::reacts_to<join_front_atom, std::int32_t, shard_actor>,
     caf::reacts_to<join_worker_atom, std::int32_t, worker_actor>,
     caf::reacts_to<peer_atom, std::int32_t, ps_endpoint>,
     caf::replies_to<peers_atom>::with<std::vector<ps_endpoint>>,

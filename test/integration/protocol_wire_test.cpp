@@ -46,6 +46,7 @@ registrar_actor::behavior_type dummy_registrar() {
       },
       [](join_shard_atom, std::int32_t, const shard_actor&) {},
       [](join_replica_atom, std::int32_t, const replicated_shard_actor&) {},
+      [](join_front_atom, std::int32_t, const shard_actor&) {},
       [](join_worker_atom, std::int32_t, const worker_actor&) {},
       [](peer_atom, std::int32_t, const ps_endpoint&) {},
       [](peers_atom) { return std::vector<ps_endpoint>{}; },

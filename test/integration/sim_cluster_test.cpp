@@ -382,7 +382,35 @@ TEST(cluster_replicas, settings_replicas_cannot_serve_are_refused_by_name) {
   refused(job, two, "cluster.replicas must be 0 or 1");
 }
 
-// Sync across nodes: the barriers live on the coordinator node in front of the remote shards.
+// Sync across nodes: with the bulk channel (the default) each ps node runs the barriers of its own
+// shards, so a worker's slices go to its ps nodes and never cross its link to the coordinator,
+// which carries what it carries in async (progress reports, heartbeats: under a quarter of the
+// slices). Without the channel the barriers run on the coordinator node, in front of the remote
+// shards, and every slice crosses that link: more than the slices' bytes.
+TEST_F(sim_cluster_test, sync_slices_reach_barriers_on_the_ps_nodes_not_the_coordinator) {
+  std::uint64_t slices = 3 * 20000 / 3 / 32 * 21 * sizeof(float);
+  for (bool bulk : {true, false}) {
+    SCOPED_TRACE(bulk ? "bulk channel" : "no bulk channel");
+    auto c = sync_job(3, 3);
+    c.cluster.bulk_channel = bulk;
+    auto started = std::chrono::steady_clock::now();
+    sim_cluster cluster{c};
+    auto res = cluster.wait(25s);
+    ASSERT_TRUE(res.ok) << res.error;
+    auto beats = heartbeat_bytes(c, started) + registrar_interface_bytes();
+    for (int i = 0; i < 3; ++i) {
+      auto l = cluster.link_traffic(sim_node::worker(i));
+      std::cerr << "worker node " << i << " link to the coordinator: " << l.to_target
+                << " bytes out (slices alone: " << slices << ")\n";
+      if (bulk)
+        EXPECT_LT(l.to_target, slices / 4 + beats) << "worker node " << i;
+      else
+        EXPECT_GT(l.to_target, slices) << "worker node " << i;
+    }
+  }
+}
+
+// Sync across nodes: every global step goes through one barrier per shard (on the ps nodes).
 // Every global step applies the row-weighted mean of the same three slices as in one process, so
 // the runs differ only by the order of three float additions per step: the trajectory matches to
 // 1e-5. The trajectory is sampled at the end of epochs 1, 2 and 3 of one learning-rate schedule
