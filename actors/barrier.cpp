@@ -17,6 +17,17 @@ bool tracked(const barrier_state& st, std::int32_t w) {
   return w >= 0 && static_cast<std::size_t>(w) < st.active.size();
 }
 
+/// Opens slots up to worker w's on its first message, when w is below max(N, capacity): until
+/// then it was absent, as an inactive worker is (its pulls are answered, it closes no step).
+void open_slot(barrier_state& st, std::int32_t w) {
+  auto limit = std::max(st.cfg.workers, st.cfg.capacity);
+  if (w < 0 || w >= limit || tracked(st, w)) return;
+  auto n = static_cast<std::size_t>(w) + 1;
+  st.clock.resize(n, st.clock_floor);
+  st.active.resize(n, false);
+  st.arrived.resize(n, false);
+}
+
 void log(barrier_state& st, barrier_event::kind_t k, std::int32_t w, std::int64_t step) {
   if (st.cfg.log) st.cfg.log->add({k, w, step});
 }
@@ -76,6 +87,7 @@ void pull_into(self_ptr self, const pull_request& r, caf::typed_response_promise
 }
 
 caf::result<weights> on_pull(self_ptr self, const pull_request& r) {
+  open_slot(self->state, r.worker);
   auto p = self->make_response_promise<weights>();
   pull_into(self, r, p);
   return p;
@@ -159,6 +171,7 @@ caf::error check(barrier_state& st, gradient& g) {
 caf::expected<push_ack> sync_push(self_ptr self, gradient& g) {
   auto& st = self->state;
   if (auto err = check(st, g)) return err;
+  open_slot(st, g.worker);
   auto staleness =
       st.open_version >= 0 ? std::max<std::int64_t>(0, st.open_version - g.base_version) : 0;
   bool late = st.open_version >= 0 && g.base_version < st.open_version;
@@ -191,6 +204,7 @@ caf::expected<push_ack> sync_push(self_ptr self, gradient& g) {
 /// this worker are released (after the push, so they see it).
 void ssp_push(self_ptr self, const gradient& g) {
   auto& st = self->state;
+  open_slot(st, g.worker);
   if (tracked(st, g.worker)) {
     auto w = static_cast<std::size_t>(g.worker);
     st.active[w] = true;
@@ -221,11 +235,9 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
   st.cfg = std::move(cfg);
   st.sys_clock = &self->clock();
   auto n = static_cast<std::size_t>(std::max(0, st.cfg.workers));
-  auto slots = std::max(n, static_cast<std::size_t>(std::max(0, st.cfg.capacity)));
-  st.clock.assign(slots, 0);
-  st.active.assign(slots, false);
-  std::fill(st.active.begin(), st.active.begin() + static_cast<std::ptrdiff_t>(n), true);
-  st.arrived.assign(slots, false);
+  st.clock.assign(n, 0);
+  st.active.assign(n, true);
+  st.arrived.assign(n, false);
   if (st.cfg.slice > 0) st.sum.expect_size(st.cfg.slice);
   // The shard's version when training starts tells late slices from current ones.
   self->request(st.cfg.shard, st.cfg.timeout, stats_atom::value)
@@ -320,6 +332,7 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
                     // Training goes on after the checkpoint's step: so do the step numbers.
                     st.done = step;
                     std::fill(st.clock.begin(), st.clock.end(), step);
+                    st.clock_floor = step;
                   }
                   p.deliver(v);
                 },

@@ -38,8 +38,9 @@ struct barrier_config {
   shard_actor shard;                         ///< the shard this barrier stands in front of
   std::string mode = "sync";                 ///< "sync" or "ssp"
   std::int32_t workers = 1;                  ///< N: workers 0..N-1 push here
-  /// Worker indexes tracked (max(N, capacity)): workers N.. may join the running job and are
-  /// expected from their first push on (a step boundary: that push is their slice of a step).
+  /// Worker indexes tracked (below max(N, capacity)): workers N.. may join the running job and
+  /// are expected from their first push on (a step boundary: that push is their slice of a step).
+  /// A joiner's slot opens at its first message, so a large capacity costs nothing per step.
   std::int32_t capacity = 0;
   std::int32_t backup = 0;                   ///< sync: K = N - backup
   std::int32_t ssp_bound = 0;                ///< ssp: s
@@ -68,6 +69,7 @@ struct barrier_state {
   /// sync: checkpoints asked for at a step not reached yet.
   std::vector<held_checkpoint> held_checkpoints;
   std::vector<std::int64_t> clock;  ///< per worker: steps pushed
+  std::int64_t clock_floor = 0;     ///< a slot opened from now on starts here (a restored step)
   std::vector<bool> active;         ///< per worker: still expected
   // sync
   std::int64_t done = 0;           ///< global steps applied through this barrier
