@@ -113,7 +113,7 @@ caf::expected<push_ack> on_push(self_ptr self, gradient& g) {
   st.sum.add(g.values.values(), g.rows);
   st.base_version =
       st.base_version < 0 ? g.base_version : std::min(st.base_version, g.base_version);
-  st.active[i] = true;
+  if (!st.lost[i]) st.active[i] = true;
   st.arrived[i] = true;
   st.last_step[i] = std::max(st.last_step[i], g.step);
   st.arrivals += 1;
@@ -131,6 +131,7 @@ shard_actor::behavior_type aggregator(shard_actor::stateful_pointer<aggregator_s
   st.cfg = std::move(cfg);
   auto n = static_cast<std::size_t>(std::max(0, st.cfg.members));
   st.active.assign(n, true);
+  st.lost.assign(n, false);
   st.arrived.assign(n, false);
   st.last_step.assign(n, unseen);
   if (st.cfg.slice > 0) st.sum.expect_size(st.cfg.slice);
@@ -157,13 +158,16 @@ shard_actor::behavior_type aggregator(shard_actor::stateful_pointer<aggregator_s
       [self](restore_atom, shard_checkpoint& c) -> caf::result<std::int64_t> {
         return self->delegate(self->state.cfg.front, restore_atom::value, std::move(c));
       },
-      [self](leave_atom, std::int32_t w) {
+      [self](leave_atom, std::int32_t w, bool lost) {
         auto& st = self->state;
         auto m = member(st, w);
         if (m < 0) return;
         st.active[static_cast<std::size_t>(m)] = false;
+        if (lost) st.lost[static_cast<std::size_t>(m)] = true;
         if (std::none_of(st.active.begin(), st.active.end(), [](bool a) { return a; })) {
-          self->send(st.cfg.front, leave_atom::value, st.cfg.group);
+          // The group is gone for good once every member is.
+          bool all_lost = std::all_of(st.lost.begin(), st.lost.end(), [](bool l) { return l; });
+          self->send(st.cfg.front, leave_atom::value, st.cfg.group, all_lost);
         } else if (!st.flushing) {
           maybe_flush(self);
         }

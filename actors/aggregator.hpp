@@ -35,6 +35,7 @@ struct aggregator_state {
   };
   std::vector<held_pull> held;
   std::vector<bool> active;             ///< per member: still expected
+  std::vector<bool> lost;               ///< per member: gone for good (its pushes don't revive it)
   std::vector<bool> arrived;            ///< per member: has a slice in the open step
   std::vector<std::int64_t> last_step;  ///< per member: last step it pushed (-1: none yet)
   row_weighted_mean sum;                ///< of the open step's slices

@@ -25,6 +25,7 @@ void open_slot(barrier_state& st, std::int32_t w) {
   auto n = static_cast<std::size_t>(w) + 1;
   st.clock.resize(n, st.clock_floor);
   st.active.resize(n, false);
+  st.lost.resize(n, false);
   st.arrived.resize(n, false);
 }
 
@@ -177,7 +178,7 @@ caf::expected<push_ack> sync_push(self_ptr self, gradient& g) {
   bool late = st.open_version >= 0 && g.base_version < st.open_version;
   auto w = tracked(st, g.worker) ? static_cast<std::size_t>(g.worker) : st.arrived.size();
   if (w < st.arrived.size()) {
-    st.active[w] = true;
+    if (!st.lost[w]) st.active[w] = true;
     st.clock[w] = std::max(st.clock[w], g.step + 1);
     // A second slice of one worker in one step counts like a late one.
     if (st.arrived[w]) late = true;
@@ -207,7 +208,7 @@ void ssp_push(self_ptr self, const gradient& g) {
   open_slot(st, g.worker);
   if (tracked(st, g.worker)) {
     auto w = static_cast<std::size_t>(g.worker);
-    st.active[w] = true;
+    if (!st.lost[w]) st.active[w] = true;
     st.clock[w] = std::max(st.clock[w], g.step + 1);
   }
   log(st, barrier_event::push, g.worker, g.step);
@@ -229,6 +230,19 @@ void fill_waiting(const barrier_state& st, shard_stats& s) {
 
 }  // namespace
 
+barrier_state::~barrier_state() {
+  auto why = [&](std::string what) {
+    return ended_by ? ended_by : make_error(errc::stopped, "the barrier stopped " + what);
+  };
+  for (auto& h : held)
+    if (h.promise.pending())
+      h.promise.deliver(why("while pull of step " + std::to_string(h.req.step) + " by worker " +
+                            std::to_string(h.req.worker) + " waited"));
+  for (auto& c : held_checkpoints)
+    if (c.promise.pending())
+      c.promise.deliver(why("before step " + std::to_string(c.step) + " (checkpoint)"));
+}
+
 shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> self,
                                    barrier_config cfg) {
   auto& st = self->state;
@@ -237,6 +251,7 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
   auto n = static_cast<std::size_t>(std::max(0, st.cfg.workers));
   st.clock.assign(n, 0);
   st.active.assign(n, true);
+  st.lost.assign(n, false);
   st.arrived.assign(n, false);
   if (st.cfg.slice > 0) st.sum.expect_size(st.cfg.slice);
   // The shard's version when training starts tells late slices from current ones.
@@ -248,7 +263,16 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
           },
           [self](caf::error& e) { self->quit(std::move(e)); });
   self->monitor(st.cfg.shard);
-  self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
+  // Why it ends, kept for the held requests when it is actrain's own reason (a stopped or failed
+  // job, a shard that failed): else they learn only that the barrier stopped.
+  auto end = [self](caf::error reason) {
+    if (reason && reason.category() == errc_category()) self->state.ended_by = reason;
+    self->quit(std::move(reason));
+  };
+  self->set_down_handler([end](caf::down_msg& dm) { end(std::move(dm.reason)); });
+  self->set_exit_handler([end](caf::exit_msg& em) {
+    if (em.reason) end(std::move(em.reason));
+  });
   return {
       [self](pull_atom, const pull_request& r) -> caf::result<weights> { return on_pull(self, r); },
       [self](push_atom, gradient& g) -> caf::result<push_ack> {
@@ -339,10 +363,12 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
                 [p](caf::error& e) mutable { p.deliver(std::move(e)); });
         return p;
       },
-      [self](leave_atom, std::int32_t w) {
+      [self](leave_atom, std::int32_t w, bool lost) {
         auto& st = self->state;
+        if (lost) open_slot(st, w);  // a joiner lost before its first push stays out
         if (!tracked(st, w)) return;
         st.active[static_cast<std::size_t>(w)] = false;
+        if (lost) st.lost[static_cast<std::size_t>(w)] = true;
         log(st, barrier_event::leave, w, st.clock[static_cast<std::size_t>(w)]);
         if (st.cfg.mode != "ssp") maybe_close(self);
         release(self);

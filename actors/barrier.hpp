@@ -56,7 +56,17 @@ struct barrier_config {
 /// step + 1); departed workers (finished or lost) no longer count.
 struct barrier_state {
   static inline const char* name = "actrain.barrier";
+  /// Answers every held pull and checkpoint with the reason the barrier ended (`ended_by`; else
+  /// errc::stopped): CAF 0.17 drops a promise that is never delivered silently, so a requester (a
+  /// worker, the bulk channel's connection thread) would otherwise wait its whole timeout for a
+  /// barrier that is gone, whatever ended it (exit_reason::kill included). The state is destroyed
+  /// while the actor finishes, before its cleanup, so the replies still leave.
+  ~barrier_state();
   barrier_config cfg;
+  /// An actrain exit reason or shard failure the barrier ended with (a stopped or failed job):
+  /// what its held requests are answered with, so a worker learns the job's fate, not the
+  /// barrier's.
+  caf::error ended_by;
   struct held_pull {
     pull_request req;
     caf::typed_response_promise<weights> promise;
@@ -71,6 +81,7 @@ struct barrier_state {
   std::vector<std::int64_t> clock;  ///< per worker: steps pushed
   std::int64_t clock_floor = 0;     ///< a slot opened from now on starts here (a restored step)
   std::vector<bool> active;         ///< per worker: still expected
+  std::vector<bool> lost;           ///< per worker: gone for good (its late pushes don't revive it)
   // sync
   std::int64_t done = 0;           ///< global steps applied through this barrier
   std::int64_t open_version = -1;  ///< shard version the open step's slices start from
@@ -92,7 +103,8 @@ struct barrier_state {
 /// step); a pull for step t+1 is answered only after step t is applied; slices computed from an
 /// older version are late (dropped and counted, or folded into the open step). ssp: pushes go
 /// straight to the shard; a pull for step t is answered only when t <= slowest clock + s.
-/// leave_atom(w) removes worker w from the expected set (a push or pull from it re-adds it).
+/// leave_atom(w, lost) removes worker w from the expected set; a push from it re-adds it unless it
+/// was lost.
 shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> self,
                                    barrier_config cfg);
 

@@ -12,9 +12,9 @@ namespace {
 constexpr auto request_timeout = coordinator_request_timeout;
 }  // namespace
 
-void tell_fronts_leave(self_ptr self, std::size_t w) {
+void tell_fronts_leave(self_ptr self, std::size_t w, bool lost) {
   for (auto& f : self->state.cfg.fronts)
-    if (f) self->send(f, leave_atom::value, static_cast<std::int32_t>(w));
+    if (f) self->send(f, leave_atom::value, static_cast<std::int32_t>(w), lost);
 }
 
 void maybe_done(self_ptr self) {
@@ -291,7 +291,7 @@ void begin_training(self_ptr self) {
       // Lost before the cut: its rows were handed to others, who replay them. The worker now in
       // its slot takes a share of what is left once they did (maybe_revive).
       t.alive = false;
-      tell_fronts_leave(self, w);
+      tell_fronts_leave(self, w, false);  // not for good: the slot's new worker comes back
       st.revive.push_back(w);
       continue;
     }
@@ -434,7 +434,7 @@ void on_progress(self_ptr self, const progress_report& r) {
   st.loss_rows += r.samples;
   auto rows = train_rows(*st.cfg.data);
   st.epoch = static_cast<int>(st.samples / std::max<std::int64_t>(rows, 1));
-  if (r.finished && !w.finished) tell_fronts_leave(self, static_cast<std::size_t>(r.worker));
+  if (r.finished && !w.finished) tell_fronts_leave(self, static_cast<std::size_t>(r.worker), false);
   if (r.finished) w.finished = true;
   if (!st.finishing && st.eval_steps == 0 && st.samples >= st.next_eval_samples &&
       st.samples < st.target_samples) {

@@ -186,7 +186,7 @@ void maybe_revive(coordinator_self self);
 /// worker's is. Their nodes, registering again, join afresh.
 void spread_joined_slots(coordinator_self self, const checkpoint& from);
 /// Worker w will push no more (finished or lost): barriers stop waiting for it.
-void tell_fronts_leave(coordinator_self self, std::size_t w);
+void tell_fronts_leave(coordinator_self self, std::size_t w, bool lost);
 /// Ends training once every live worker finished (the final evaluation), or fails the job when
 /// none is left.
 void maybe_done(coordinator_self self);

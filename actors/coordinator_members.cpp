@@ -44,7 +44,7 @@ void reassign(self_ptr self, std::size_t lost, const caf::error& reason) {
   auto& t = st.workers[lost];
   t.alive = false;
   st.last_loss_reason = "worker " + std::to_string(lost) + ": " + describe_error(reason);
-  tell_fronts_leave(self, lost);
+  tell_fronts_leave(self, lost, true);
   st.result.workers_lost += 1;
   // Its rows as few ranges as they are: overlapping and adjacent ones merged, in row order.
   auto moved = t.rows;

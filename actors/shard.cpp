@@ -274,7 +274,7 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
         return st.version;
       },
       // Only a barrier waits for workers; a shard has nothing to forget.
-      [](leave_atom, std::int32_t) {},
+      [](leave_atom, std::int32_t, bool) {},
   };
 }
 

@@ -273,9 +273,9 @@ sparse_result drive_sparse_job(caf::actor_system& sys, const sparse_job& job,
     return std::any_of(progress.begin(), progress.end(),
                        [](const worker_progress& p) { return p.alive && !p.done; });
   };
-  auto leave = [&](std::int32_t w) {
+  auto leave = [&](std::int32_t w, bool lost) {
     if (!sync) return;
-    caf::anon_send(dense_front, leave_atom::value, w);
+    caf::anon_send(dense_front, leave_atom::value, w, lost);
     for (auto& f : fronts) caf::anon_send(f, leave_atom::value, w);
   };
   /// A lost worker's rows go to a survivor, for the epochs it had not completed (the rows of its
@@ -284,7 +284,7 @@ sparse_result drive_sparse_job(caf::actor_system& sys, const sparse_job& job,
     auto& p = progress[lost];
     p.alive = false;
     out.workers_lost += 1;
-    leave(static_cast<std::int32_t>(lost));
+    leave(static_cast<std::int32_t>(lost), true);
     auto range_rows = std::max<std::int64_t>(1, p.rows.end - p.rows.begin);
     auto epochs_left = job.epochs - p.samples / range_rows;
     // Prefer a survivor still training: a sync barrier no longer waits for one that left.
@@ -393,7 +393,7 @@ sparse_result drive_sparse_job(caf::actor_system& sys, const sparse_job& job,
           last_report = std::chrono::steady_clock::now();
           if (r.finished && !p.done) {
             p.done = true;
-            leave(r.worker);
+            leave(r.worker, false);
           }
         },
         [&](caf::down_msg& d) {

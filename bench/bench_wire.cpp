@@ -84,7 +84,7 @@ shard_actor::behavior_type sink_shard(std::int64_t n) {
       [](stats_atom) { return shard_stats{}; },
       [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
-      [](leave_atom, std::int32_t) {},
+      [](leave_atom, std::int32_t, bool) {},
   };
 }
 

@@ -131,6 +131,10 @@ void linger(int fd) {
 }
 
 std::pair<std::uint8_t, std::string> error_meta(const caf::error& err) {
+  // An actrain error travels as its code and its own text (the far side names the code again);
+  // any other one as node_down with the whole description.
+  if (err.category() == errc_category() && err.context().match_elements<std::string>())
+    return {err.code(), err.context().get_as<std::string>(0)};
   auto code =
       err.category() == errc_category() ? err.code() : static_cast<std::uint8_t>(errc::node_down);
   return {code, describe_error(err)};

@@ -236,6 +236,7 @@ struct proxy_state {
   std::string closed;  ///< why the connection closed ("" while it is open)
   bool shard_gone = false;
   bool node_gone = false;  ///< the shard went with its node: requests stay unanswered
+  caf::error gone_with;    ///< what requests to the gone shard are answered with
 };
 
 using proxy_ptr = caf::stateful_actor<proxy_state>*;
@@ -261,7 +262,7 @@ caf::response_promise ask(proxy_ptr self, kind k, tensor values, Ts&... meta) {
   auto id = self->state.next_id++;
   if (self->state.shard_gone) {
     // As on the shard's BASP handle (see the down handler).
-    if (!self->state.node_gone) rp.deliver(caf::make_error(caf::sec::request_receiver_down));
+    if (!self->state.node_gone) rp.deliver(self->state.gone_with);
     return rp;
   }
   self->state.pending.emplace(id, rp);
@@ -297,16 +298,21 @@ caf::behavior bulk_proxy(proxy_ptr self, std::shared_ptr<connection> conn, std::
     if (dm.source == caf::actor_cast<caf::actor_addr>(st.remote)) {
       // The proxy stands in for the shard's own handle and answers as it would: a request to a
       // shard whose node is gone is never answered (BASP drops it), one to a shard that ended on
-      // a live node is bounced with caf.request_receiver_down. The coordinator, which monitors
-      // the shard, decides what the job does (fail, fail over, or wait for the ps node and
-      // reassign); the proxy stays until its owner goes, and the channel closes.
+      // a live node is bounced with caf.request_receiver_down, or answered with the reason it
+      // ended with when that is actrain's (a stopped or failed job: the worker then learns the
+      // job's fate, whichever of this and the coordinator's word arrives first). The
+      // coordinator, which monitors the shard, decides what the job does (fail, fail over, or
+      // wait for the ps node and reassign); the proxy stays until its owner goes, and the
+      // channel closes.
       st.shard_gone = true;
       st.node_gone = dm.reason == caf::exit_reason::remote_link_unreachable;
       auto pending = std::move(st.pending);
       st.pending.clear();
+      st.gone_with = dm.reason && dm.reason.category() == errc_category()
+                         ? dm.reason
+                         : caf::make_error(caf::sec::request_receiver_down);
       if (!st.node_gone)
-        for (auto& kv : pending)
-          kv.second.deliver(caf::make_error(caf::sec::request_receiver_down));
+        for (auto& kv : pending) kv.second.deliver(st.gone_with);
       st.conn->close();
       return;
     }
@@ -355,8 +361,8 @@ caf::behavior bulk_proxy(proxy_ptr self, std::shared_ptr<connection> conn, std::
       [self](restore_atom, shard_checkpoint& c) {
         return self->delegate(self->state.remote, restore_atom::value, std::move(c));
       },
-      [self](leave_atom, std::int32_t worker) {
-        self->send(self->state.remote, leave_atom::value, worker);
+      [self](leave_atom, std::int32_t worker, bool lost) {
+        self->send(self->state.remote, leave_atom::value, worker, lost);
       },
   };
 }

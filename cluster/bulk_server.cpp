@@ -173,13 +173,40 @@ struct server::impl {
     }
   }
 
+  /// What a request that failed with `err` answers: when its target was gone (a stopped or
+  /// failed job's exit, sent by the coordinator on another connection than this worker's), the
+  /// reason the target ended with, so the worker learns the job's fate rather than a lost peer.
+  /// Monitoring a terminated actor delivers its down message at once; one still in its cleanup
+  /// sends it when done (bounded by 1 s).
+  caf::error ended_with(caf::scoped_actor& self, const target& t, const caf::error& err) {
+    if (err != caf::sec::request_receiver_down) return err;
+    caf::error reason = err;
+    const auto addr = t.shard.address();
+    self->monitor(t.shard);
+    bool done = false, seen = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!done) {
+      auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= decltype(left)::zero()) break;
+      self->receive(
+          [&](caf::down_msg& dm) {
+            if (dm.source != addr) return;
+            done = seen = true;
+            if (dm.reason && dm.reason.category() == errc_category()) reason = dm.reason;
+          },
+          caf::after(std::chrono::duration_cast<caf::timespan>(left)) >> [&] { done = true; });
+    }
+    if (!seen) self->demonitor(addr);
+    return reason;
+  }
+
   /// Asks the shard and makes the reply; false when the frame's metadata is malformed (the
   /// reply says so, and the connection is dropped after it).
   bool answer_request(caf::scoped_actor& self, const target& t, const header& h,
                       const std::vector<char>& meta, tensor values, tensor_pool& pool,
                       out_frame& out) {
     auto fail = [&](const caf::error& err) {
-      auto [code, text] = error_meta(err);
+      auto [code, text] = error_meta(ended_with(self, t, err));
       out = make_frame(sys, kind::error, h.target, h.id, tensor(), code, text);
     };
     auto give_weights = [&](weights& w) {

@@ -173,8 +173,8 @@ chunked_shard_actor::behavior_type shard_gateway(
       [self](restore_atom, shard_checkpoint& c) -> caf::result<std::int64_t> {
         return self->delegate(self->state.target, restore_atom::value, std::move(c));
       },
-      [self](leave_atom, std::int32_t worker) {
-        self->send(self->state.target, leave_atom::value, worker);
+      [self](leave_atom, std::int32_t worker, bool lost) {
+        self->send(self->state.target, leave_atom::value, worker, lost);
       },
   };
 }
@@ -355,9 +355,10 @@ chunked_shard_actor::behavior_type shard_proxy(proxy_ptr self, chunked_shard_act
       [self](restore_atom, shard_checkpoint& c) -> caf::result<std::int64_t> {
         return relay_in_order<std::int64_t>(self, restore_atom::value, std::move(c));
       },
-      [self](leave_atom, std::int32_t worker) {
-        run_in_order(self,
-                     [self, worker] { self->send(self->state.remote, leave_atom::value, worker); });
+      [self](leave_atom, std::int32_t worker, bool lost) {
+        run_in_order(self, [self, worker, lost] {
+          self->send(self->state.remote, leave_atom::value, worker, lost);
+        });
       },
   };
 }

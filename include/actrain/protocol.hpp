@@ -27,7 +27,7 @@ namespace actrain {
 /// 10: a worker joins a running job (coordinator join_worker, worker release);
 /// 7: sparse shards' row messages; 5: doubles as their IEEE 754 bits, float vectors as raw blocks
 /// (wire.hpp); 4: checkpoints at a step, resumed assignments.
-constexpr std::uint32_t protocol_version = 14;
+constexpr std::uint32_t protocol_version = 15;
 
 // -- atoms (at most 10 characters) --------------------------------------------------------------
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
@@ -45,7 +45,10 @@ using restore_atom = caf::atom_constant<caf::atom("restore")>;
 /// exactly `step` global steps (one consistent cut of every shard); -1: as the shard stands now.
 using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
 
-/// Coordinator -> shard or barrier: a worker finished or was lost; a barrier stops waiting for it.
+/// Coordinator -> shard or barrier (worker, lost): a worker finished or was lost; a barrier stops
+/// waiting for it. A finished worker's next push brings it back (it was given more rows); a lost
+/// one's never does: its last pushes may reach a barrier on a ps node after this message (they
+/// cross on the bulk channel, this on the coordinator's connection).
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 /// Proxy <-> gateway: one chunk of a large tensor (cluster/chunking.hpp).
 using chunk_atom = caf::atom_constant<caf::atom("chunk")>;
@@ -442,7 +445,7 @@ using shard_actor =
                      caf::replies_to<stats_atom>::with<shard_stats>,
                      caf::replies_to<checkpoint_atom, std::int64_t>::with<shard_checkpoint>,
                      caf::replies_to<restore_atom, shard_checkpoint>::with<std::int64_t>,
-                     caf::reacts_to<leave_atom, std::int32_t>>;
+                     caf::reacts_to<leave_atom, std::int32_t, bool>>;
 
 /// What a primary shard needs of its replica: the state to start from (restore) and every
 /// update it applies after that, in order (replicate -> the replica's version).

@@ -93,7 +93,7 @@ TEST_F(aggregator_test, steps_follow_one_another_and_a_departed_member_is_not_wa
   push(a, 0, 3, 3, {2.f, 0.f, 0.f});
   settle();
   EXPECT_EQ(stats(sh).pushes, 3);
-  self->send(a, leave_atom::value, std::int32_t{1});
+  self->send(a, leave_atom::value, std::int32_t{1}, false);
   settle();
   EXPECT_EQ(stats(sh).pushes, 4);
   pull(a, 0, 4);

@@ -134,7 +134,7 @@ TEST_F(barrier_test, a_worker_that_leaves_no_longer_holds_up_the_step) {
   push(b, 1, 0, 0, {0.f, 3.f, 0.f});
   settle();
   EXPECT_EQ(stats(sh).pushes, 0);
-  self->send(b, leave_atom::value, std::int32_t{2});
+  self->send(b, leave_atom::value, std::int32_t{2}, false);
   settle();
   EXPECT_EQ(stats(sh).pushes, 1) << "K shrank to 2 and the step closed";
   pull(b, 0, 1);
@@ -150,7 +150,7 @@ TEST_F(barrier_test, a_departed_worker_s_slice_does_not_close_a_step_a_live_work
   auto b = make("sync", 2);
   push(b, 1, 0, 0, {0.f, 4.f, 0.f});
   settle();
-  self->send(b, leave_atom::value, std::int32_t{1});
+  self->send(b, leave_atom::value, std::int32_t{1}, false);
   settle();
   EXPECT_EQ(stats(sh).pushes, 0) << "closed without worker 0's slice";
   push(b, 0, 0, 0, {4.f, 0.f, 0.f});
@@ -168,12 +168,38 @@ TEST_F(barrier_test, a_departed_worker_s_slice_does_not_close_a_step_a_live_work
   EXPECT_EQ(stats(sh).pushes, 2);
 }
 
+// A lost worker's last slice can reach a barrier on a ps node after the coordinator's leave (it
+// crosses on the bulk channel, the leave on another connection). It counts in the mean, but the
+// worker stays out: the next step closes without it. A finished worker's push (it was given more
+// rows) brings it back instead, and the next step waits for it.
+TEST_F(barrier_test, a_lost_worker_s_late_slice_does_not_bring_it_back_a_finished_one_s_does) {
+  for (bool lost : {true, false}) {
+    acks.clear();
+    answers.clear();
+    auto b = make("sync", 2);
+    self->send(b, leave_atom::value, std::int32_t{1}, lost);
+    push(b, 1, 0, 0, {0.f, 4.f, 0.f});  // sent before the leave, arriving after it
+    push(b, 0, 0, 0, {4.f, 0.f, 0.f});
+    settle();
+    EXPECT_EQ(stats(sh).pushes, 1) << "both slices close step 0";
+    pull(b, 0, 1);
+    settle();
+    ASSERT_EQ(answers.size(), 1u);
+    EXPECT_EQ(values_of(answers[0]), (std::vector<float>{-1.f, 0.f, 3.f}));  // mean {2, 2, 0}
+    push(b, 0, 1, 1, {2.f, 0.f, 0.f});
+    settle();
+    EXPECT_EQ(stats(sh).pushes, lost ? 2 : 1)
+        << (lost ? "step 1 waits for the lost worker"
+                 : "step 1 closed without the finished worker");
+  }
+}
+
 // Leave means something only to barriers: a plain shard keeps serving the worker that left
 // (a worker it would drop or refuse afterwards fails this) and keeps its values.
 TEST_F(barrier_test, plain_shard_ignores_leave) {
   make_shard();
   ds.run();
-  self->send(sh, leave_atom::value, std::int32_t{0});
+  self->send(sh, leave_atom::value, std::int32_t{0}, false);
   settle();
   EXPECT_EQ(stats(sh).version, 0);
   pull(sh, 0, 0);
@@ -231,7 +257,7 @@ TEST_F(barrier_test, ssp_holds_a_pull_until_the_slowest_worker_is_within_the_bou
   settle();
   EXPECT_EQ(answers.size(), 4u);
   // worker 1 leaves: only worker 0's own clock bounds it now (3 <= 2 + 1).
-  self->send(b, leave_atom::value, std::int32_t{1});
+  self->send(b, leave_atom::value, std::int32_t{1}, false);
   settle();
   EXPECT_EQ(answers.size(), 5u);
   std::vector<std::pair<int, std::int64_t>> answered;
@@ -303,6 +329,39 @@ TEST_F(barrier_test, ssp_push_pull_refusals_reach_the_worker_and_leave_its_clock
   EXPECT_EQ(stats(sh).pushes, 2);
   ASSERT_EQ(answers.size(), 2u);  // worker 0's next weights and worker 1's held pull
   for (auto& a : answers) EXPECT_EQ(values_of(a), (std::vector<float>{0.f, 1.f, 1.f}));
+}
+
+// A barrier that ends (a stopped job, a killed node) answers what it holds: CAF 0.17 would drop
+// the promises silently and a ps node's bulk-channel thread waited its 60 s timeout for them.
+// A stopped or failed job's reason is the answer, so a worker learns the job's fate.
+TEST_F(barrier_test, a_barrier_that_ends_answers_its_held_pulls_and_checkpoints) {
+  struct ending {
+    caf::error reason;
+    std::string pull, checkpoint;
+  };
+  auto stopped = "actrain.job_stopped: stopped: signal TERM";
+  for (auto& e :
+       {ending{caf::exit_reason::kill,
+               "the barrier stopped while pull of step 1 by worker 0 waited",
+               "the barrier stopped before step 1 (checkpoint)"},
+        ending{make_error(errc::job_stopped, "stopped: signal TERM"), stopped, stopped}}) {
+    answers.clear();
+    errors.clear();
+    auto b = make("sync", 2);
+    push(b, 0, 0, 0, {1.f, 0.f, 0.f});
+    pull(b, 0, 1);  // step 0 still waits for worker 1
+    settle();
+    self->send(b, checkpoint_atom::value, std::int64_t{1});
+    settle();
+    ASSERT_TRUE(answers.empty());
+    ASSERT_TRUE(errors.empty());
+    self->send_exit(b, e.reason);
+    settle();
+    EXPECT_TRUE(answers.empty());
+    ASSERT_EQ(errors.size(), 2u) << "every held request is answered";
+    EXPECT_NE(errors[0].find(e.pull), std::string::npos) << errors[0];
+    EXPECT_NE(errors[1].find(e.checkpoint), std::string::npos) << errors[1];
+  }
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_s
       },
       [](checkpoint_atom, std::int64_t) -> shard_checkpoint { return {}; },
       [](restore_atom, const shard_checkpoint&) -> std::int64_t { return 0; },
-      [](leave_atom, std::int32_t) {},
+      [](leave_atom, std::int32_t, bool) {},
   };
 }
 
@@ -354,7 +354,7 @@ shard_actor::behavior_type keeping_shard(std::size_t n, std::shared_ptr<std::vec
       [](stats_atom) -> shard_stats { return {}; },
       [](checkpoint_atom, std::int64_t) -> shard_checkpoint { return {}; },
       [](restore_atom, const shard_checkpoint&) -> std::int64_t { return 0; },
-      [](leave_atom, std::int32_t) {},
+      [](leave_atom, std::int32_t, bool) {},
   };
 }
 

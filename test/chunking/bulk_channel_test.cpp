@@ -73,7 +73,7 @@ shard_actor::behavior_type echo_shard(shard_actor::stateful_pointer<echo_state> 
       [](stats_atom) { return shard_stats{}; },
       [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
-      [](leave_atom, std::int32_t) {},
+      [](leave_atom, std::int32_t, bool) {},
   };
 }
 

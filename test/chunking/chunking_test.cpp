@@ -176,7 +176,7 @@ chunked_shard_actor::behavior_type spy_gateway(chunked_shard_actor::pointer self
       [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
       // The test's lever: acknowledge the oldest `n` held chunks.
-      [log](leave_atom, std::int32_t n) {
+      [log](leave_atom, std::int32_t n, bool) {
         for (std::int32_t i = 0; i < n && !log->held.empty(); ++i) {
           auto index = log->chunks[log->chunks.size() - log->held.size()].index;
           log->held.front().deliver(index);
@@ -201,13 +201,13 @@ TEST(proxy_window_test, never_more_than_window_chunks_unanswered_then_one_push_n
   ASSERT_EQ(log->chunks.size(), 2u) << "the window holds the rest back";
   EXPECT_TRUE(log->pushes.empty());
   for (int released = 1; released <= 3; ++released) {
-    caf::anon_send(spy, leave_atom::value, std::int32_t{1});
+    caf::anon_send(spy, leave_atom::value, std::int32_t{1}, false);
     ds.run();
     EXPECT_EQ(log->chunks.size(), 2u + static_cast<std::size_t>(released));
     EXPECT_LE(log->held.size(), 2u);
   }
   EXPECT_TRUE(log->pushes.empty()) << "the push waits for every acknowledgement";
-  caf::anon_send(spy, leave_atom::value, std::int32_t{2});
+  caf::anon_send(spy, leave_atom::value, std::int32_t{2}, false);
   ds.run();
   ASSERT_EQ(log->chunks.size(), 5u);
   ASSERT_EQ(log->pushes.size(), 1u);
@@ -347,7 +347,7 @@ chunked_shard_actor::behavior_type chunk_recorder(chunked_shard_actor::pointer s
       [](stats_atom) { return shard_stats{}; },
       [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
-      [](leave_atom, std::int32_t) {},
+      [](leave_atom, std::int32_t, bool) {},
   };
 }
 

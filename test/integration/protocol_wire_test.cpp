@@ -28,7 +28,7 @@ shard_actor::behavior_type dummy_shard() {
       [](stats_atom) { return shard_stats{}; },
       [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
-      [](leave_atom, std::int32_t) {},
+      [](leave_atom, std::int32_t, bool) {},
   };
 }
 
@@ -358,11 +358,12 @@ TEST_F(protocol_wire_test, data_messages_round_trip_field_for_field) {
 TEST_F(protocol_wire_test, atoms_and_errors_round_trip) {
   caf::scoped_actor self{b};
   bool got = false;
-  self->request(remote, 5s, leave_atom::value, std::int32_t{5})
+  self->request(remote, 5s, leave_atom::value, std::int32_t{5}, true)
       .receive(
-          [&](leave_atom, std::int32_t w) {
+          [&](leave_atom, std::int32_t w, bool lost) {
             got = true;
             EXPECT_EQ(w, 5);
+            EXPECT_TRUE(lost);
           },
           [&](caf::error& e) { ADD_FAILURE() << describe_error(e); });
   EXPECT_TRUE(got);
