@@ -189,8 +189,8 @@ TEST_F(barrier_test, a_lost_worker_s_late_slice_does_not_bring_it_back_a_finishe
     push(b, 0, 1, 1, {2.f, 0.f, 0.f});
     settle();
     EXPECT_EQ(stats(sh).pushes, lost ? 2 : 1)
-        << (lost ? "step 1 waits for the lost worker"
-                 : "step 1 closed without the finished worker");
+        << (lost ? "step 1 waited for the lost worker"
+                 : "step 1 closed without the returning worker");
   }
 }
 
