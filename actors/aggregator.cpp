@@ -80,7 +80,7 @@ void flush(self_ptr self) {
             st.flushing = false;
             release(self);
           },
-          [self](caf::error& e) { self->quit(std::move(e)); });
+          [self](caf::error& e) { end_front(self, std::move(e)); });
 }
 
 void maybe_flush(self_ptr self) {
@@ -125,6 +125,14 @@ caf::expected<push_ack> on_push(self_ptr self, gradient& g) {
 
 }  // namespace
 
+aggregator_state::~aggregator_state() {
+  answer_held_at_end(held, ended_by, "aggregator " + std::to_string(cfg.group),
+                     [](const held_pull& h) {
+                       return "while pull of step " + std::to_string(h.req.step) + " by worker " +
+                              std::to_string(h.req.worker) + " waited";
+                     });
+}
+
 shard_actor::behavior_type aggregator(shard_actor::stateful_pointer<aggregator_state> self,
                                       aggregator_config cfg) {
   auto& st = self->state;
@@ -136,7 +144,10 @@ shard_actor::behavior_type aggregator(shard_actor::stateful_pointer<aggregator_s
   st.last_step.assign(n, unseen);
   if (st.cfg.slice > 0) st.sum.expect_size(st.cfg.slice);
   self->monitor(st.cfg.front);
-  self->set_down_handler([self](caf::down_msg& dm) { self->quit(dm.reason); });
+  self->set_down_handler([self](caf::down_msg& dm) { end_front(self, std::move(dm.reason)); });
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    if (em.reason) end_front(self, std::move(em.reason));
+  });
   return {
       [self](pull_atom, const pull_request& r) -> caf::result<weights> { return on_pull(self, r); },
       [self](push_atom, gradient& g) -> caf::result<push_ack> {

@@ -28,7 +28,10 @@ struct aggregator_config {
 /// until the step it pushed has been combined and acknowledged by the front.
 struct aggregator_state {
   static inline const char* name = "actrain.aggregator";
+  /// Answers every held pull with `ended_by` (else errc::stopped): see answer_held_at_end.
+  ~aggregator_state();
   aggregator_config cfg;
+  caf::error ended_by;  ///< an actrain reason the aggregator ended with (a stopped or failed job)
   struct held_pull {
     pull_request req;  ///< as the worker sent it
     caf::typed_response_promise<weights> promise;

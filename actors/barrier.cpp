@@ -118,7 +118,7 @@ void close_step(self_ptr self) {
   g.rows = static_cast<std::int32_t>(std::min<std::int64_t>(st.sum.rows(), INT32_MAX));
   g.values = tensor(st.sum.take());
   self->request(st.cfg.shard, st.cfg.timeout, push_atom::value, std::move(g))
-      .then([](push_ack&) {}, [self](caf::error& e) { self->quit(std::move(e)); });
+      .then([](push_ack&) {}, [self](caf::error& e) { end_front(self, std::move(e)); });
   log(st, barrier_event::apply, -1, st.done);
   st.done += 1;
   if (st.open_version >= 0) st.open_version += 1;
@@ -231,16 +231,13 @@ void fill_waiting(const barrier_state& st, shard_stats& s) {
 }  // namespace
 
 barrier_state::~barrier_state() {
-  auto why = [&](std::string what) {
-    return ended_by ? ended_by : make_error(errc::stopped, "the barrier stopped " + what);
-  };
-  for (auto& h : held)
-    if (h.promise.pending())
-      h.promise.deliver(why("while pull of step " + std::to_string(h.req.step) + " by worker " +
-                            std::to_string(h.req.worker) + " waited"));
-  for (auto& c : held_checkpoints)
-    if (c.promise.pending())
-      c.promise.deliver(why("before step " + std::to_string(c.step) + " (checkpoint)"));
+  answer_held_at_end(held, ended_by, "the barrier", [](const held_pull& h) {
+    return "while pull of step " + std::to_string(h.req.step) + " by worker " +
+           std::to_string(h.req.worker) + " waited";
+  });
+  answer_held_at_end(held_checkpoints, ended_by, "the barrier", [](const held_checkpoint& c) {
+    return "before step " + std::to_string(c.step) + " (checkpoint)";
+  });
 }
 
 shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> self,
@@ -261,17 +258,11 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
             auto& st = self->state;
             if (st.open_version < 0) st.open_version = s.version + st.done;
           },
-          [self](caf::error& e) { self->quit(std::move(e)); });
+          [self](caf::error& e) { end_front(self, std::move(e)); });
   self->monitor(st.cfg.shard);
-  // Why it ends, kept for the held requests when it is actrain's own reason (a stopped or failed
-  // job, a shard that failed): else they learn only that the barrier stopped.
-  auto end = [self](caf::error reason) {
-    if (reason && reason.category() == errc_category()) self->state.ended_by = reason;
-    self->quit(std::move(reason));
-  };
-  self->set_down_handler([end](caf::down_msg& dm) { end(std::move(dm.reason)); });
-  self->set_exit_handler([end](caf::exit_msg& em) {
-    if (em.reason) end(std::move(em.reason));
+  self->set_down_handler([self](caf::down_msg& dm) { end_front(self, std::move(dm.reason)); });
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    if (em.reason) end_front(self, std::move(em.reason));
   });
   return {
       [self](pull_atom, const pull_request& r) -> caf::result<weights> { return on_pull(self, r); },

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "actors/held_pulls.hpp"
 #include "actors/sparse_shard.hpp"
 
 namespace actrain {
@@ -56,14 +57,24 @@ void try_apply(self_ptr self) {
             release(self);
             try_apply(self);
           },
-          [self](caf::error& err) { self->quit(err); });
+          [self](caf::error& err) { end_front(self, std::move(err)); });
 }
 
 }  // namespace
 
+sparse_barrier_state::~sparse_barrier_state() {
+  answer_held_at_end(held, ended_by, "the sparse barrier", [](const held_pull& h) {
+    return "while pull of step " + std::to_string(h.req.step) + " by worker " +
+           std::to_string(h.req.worker) + " waited";
+  });
+}
+
 sparse_shard_actor::behavior_type sparse_barrier(
     sparse_shard_actor::stateful_pointer<sparse_barrier_state> self, sparse_barrier_config cfg) {
   self->state.cfg = std::move(cfg);
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    if (em.reason) end_front(self, std::move(em.reason));
+  });
   return {
       [self](pull_atom, row_request& r) -> caf::result<row_block> {
         auto& st = self->state;

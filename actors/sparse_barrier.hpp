@@ -22,7 +22,10 @@ struct sparse_barrier_config {
 
 struct sparse_barrier_state {
   static inline const char* name = "actrain.sparse_barrier";
+  /// Answers every held pull with `ended_by` (else errc::stopped): see answer_held_at_end.
+  ~sparse_barrier_state();
   sparse_barrier_config cfg;
+  caf::error ended_by;       ///< an actrain reason the barrier ended with (a stopped or failed job)
   std::int64_t applied = 0;  ///< steps applied: pulls for steps <= applied are answerable
   std::int64_t closed = 0;   ///< steps applied or being applied: a push for an earlier one is late
   std::set<std::int32_t> departed;

@@ -161,5 +161,32 @@ TEST(aggregator_train_test, a_whole_job_trains_with_local_aggregation) {
   }
 }
 
+// CAF 0.17 drops a promise nobody delivers without a word: an aggregator that ends while it holds
+// a member's pull answers it, with the job's own reason when it has one.
+TEST_F(aggregator_test, an_aggregator_that_ends_answers_its_held_pulls) {
+  struct ending {
+    caf::error reason;
+    std::string want;
+  };
+  for (auto& e : {ending{caf::exit_reason::kill,
+                         "aggregator 0 stopped while pull of step 1 by worker 0 waited"},
+                  ending{make_error(errc::job_stopped, "stopped: signal TERM"),
+                         "actrain.job_stopped: stopped: signal TERM"}}) {
+    answers.clear();
+    errors.clear();
+    auto a = make(2);
+    push(a, 0, 0, 0, {1.f, 0.f, 0.f}, 1);
+    pull(a, 0, 1);  // held: worker 1 has not pushed step 0
+    settle();
+    ASSERT_TRUE(answers.empty());
+    ASSERT_TRUE(errors.empty());
+    self->send_exit(a, e.reason);
+    settle();
+    EXPECT_TRUE(answers.empty());
+    ASSERT_EQ(errors.size(), 1u) << "the held pull is answered";
+    EXPECT_NE(errors[0].find(e.want), std::string::npos) << errors[0];
+  }
+}
+
 }  // namespace
 }  // namespace actrain

@@ -250,6 +250,29 @@ TEST_F(sparse_test, the_sync_barrier_waits_for_live_workers_after_one_leaves) {
   caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
 }
 
+// CAF 0.17 drops a promise nobody delivers without a word: a barrier that ends while it holds a
+// pull answers it, with the job's own reason when it has one.
+TEST_F(sparse_test, a_sync_barrier_that_ends_answers_its_held_pulls) {
+  for (auto reason : {caf::error{caf::exit_reason::kill},
+                      make_error(errc::job_stopped, "stopped: signal TERM")}) {
+    auto pair = sync_pair(*sys);
+    auto s = pair.first, b = pair.second;
+    caf::scoped_actor puller{*sys};
+    puller->send(b, pull_atom::value, row_request{0, 1, {5}});  // step 0 never closes
+    ask(b, stats_atom::value);  // the pull is held once this returns (mailbox order)
+    puller->send_exit(b, reason);
+    std::string got;
+    puller->receive([&](row_block&) { got = "a row block"; },
+                    [&](caf::error& e) { got = describe_error(e); },
+                    caf::after(std::chrono::seconds(10)) >> [&] { got = "nothing"; });
+    auto want = reason == caf::exit_reason::kill
+                    ? "the sparse barrier stopped while pull of step 1 by worker 0 waited"
+                    : "actrain.job_stopped: stopped: signal TERM";
+    EXPECT_NE(got.find(want), std::string::npos) << got;
+    caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  }
+}
+
 struct ctr_sets {
   ctr_spec spec;
   ctr_data train, test;
