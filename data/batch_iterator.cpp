@@ -25,11 +25,31 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
 
 batch_iterator::batch_iterator(const dataset& d, int batch_size, std::uint64_t seed, bool shuffle,
                                bool drop_last)
-    : d_(&d), batch_(batch_size), shuffle_(shuffle), drop_last_(drop_last), rng_(seed) {
+    : batch_iterator(rows_tag{}, d, 0, d.rows, batch_size, seed, shuffle, drop_last) {}
+
+batch_iterator batch_iterator::over_rows(const dataset& d, std::int64_t begin, std::int64_t end,
+                                         int batch_size, std::uint64_t seed, bool shuffle,
+                                         bool drop_last) {
+  return batch_iterator(rows_tag{}, d, begin, end, batch_size, seed, shuffle, drop_last);
+}
+
+batch_iterator::batch_iterator(rows_tag, const dataset& d, std::int64_t begin, std::int64_t end,
+                               int batch_size, std::uint64_t seed, bool shuffle, bool drop_last)
+    : d_(&d),
+      begin_(begin),
+      rows_(end - begin),
+      batch_(batch_size),
+      shuffle_(shuffle),
+      drop_last_(drop_last),
+      rng_(seed) {
   if (batch_size < 1)
     throw std::invalid_argument("batch_iterator: batch_size must be >= 1, got " +
                                 std::to_string(batch_size));
-  order_.resize(static_cast<std::size_t>(d.rows));
+  if (begin < 0 || begin > end || end > d.rows)
+    throw std::out_of_range("batch_iterator: rows [" + std::to_string(begin) + ", " +
+                            std::to_string(end) + ") are not within the data set's " +
+                            std::to_string(d.rows));
+  order_.resize(static_cast<std::size_t>(rows_));
   std::iota(order_.begin(), order_.end(), std::int64_t{0});
   reshuffle();
 }
@@ -41,11 +61,11 @@ void batch_iterator::reshuffle() {
 }
 
 std::int64_t batch_iterator::batches_per_epoch() const {
-  return drop_last_ ? d_->rows / batch_ : (d_->rows + batch_ - 1) / batch_;
+  return drop_last_ ? rows_ / batch_ : (rows_ + batch_ - 1) / batch_;
 }
 
 int batch_iterator::next(std::vector<float>& x, std::vector<float>& y) {
-  const std::int64_t left = d_->rows - pos_;
+  const std::int64_t left = rows_ - pos_;
   if (left <= 0 || (drop_last_ && left < batch_)) {
     ++epoch_;
     pos_ = 0;
@@ -57,7 +77,7 @@ int batch_iterator::next(std::vector<float>& x, std::vector<float>& y) {
   x.resize(n * f);
   y.resize(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
-    const std::int64_t row = order_[static_cast<std::size_t>(pos_ + r)];
+    const std::int64_t row = begin_ + order_[static_cast<std::size_t>(pos_ + r)];
     std::copy_n(d_->x.data() + row * f, f, x.data() + r * f);
     y[r] = d_->y[static_cast<std::size_t>(row)];
   }
@@ -67,12 +87,13 @@ int batch_iterator::next(std::vector<float>& x, std::vector<float>& y) {
 
 namespace {
 
-/// A batch_iterator over rows of a data set held by the reader (the whole set, or a copy of a
-/// range).
+/// A batch_iterator over a range of rows of a data set the reader keeps alive, read in place:
+/// a worker's share costs no copy of its rows.
 class dataset_reader final : public batch_reader {
  public:
-  dataset_reader(std::shared_ptr<const dataset> d, int batch, std::uint64_t seed, bool shuffle)
-      : d_(std::move(d)), it_(*d_, batch, seed, shuffle) {}
+  dataset_reader(std::shared_ptr<const dataset> d, std::int64_t begin, std::int64_t end, int batch,
+                 std::uint64_t seed, bool shuffle)
+      : d_(std::move(d)), it_(batch_iterator::over_rows(*d_, begin, end, batch, seed, shuffle)) {}
   int next(std::vector<float>& x, std::vector<float>& y) override { return it_.next(x, y); }
 
  private:
@@ -88,10 +109,7 @@ class dataset_source final : public data_source {
   int num_classes() const override { return d_->num_classes; }
   std::unique_ptr<batch_reader> open(std::int64_t begin, std::int64_t end, int batch,
                                      std::uint64_t seed, bool shuffle) const override {
-    auto part = begin == 0 && end == d_->rows
-                    ? d_  // the whole set: read in place
-                    : std::make_shared<const dataset>(slice_rows(*d_, begin, end));
-    return std::make_unique<dataset_reader>(std::move(part), batch, seed, shuffle);
+    return std::make_unique<dataset_reader>(d_, begin, end, batch, seed, shuffle);
   }
 
  private:

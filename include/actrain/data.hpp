@@ -60,6 +60,12 @@ class batch_iterator {
  public:
   batch_iterator(const dataset& d, int batch_size, std::uint64_t seed, bool shuffle = true,
                  bool drop_last = false);
+  /// Rows [begin, end) of `d`, read in place (no copy): the same batches as an iterator over
+  /// slice_rows(d, begin, end) with the same seed. Throws std::out_of_range for a range
+  /// outside `d`.
+  static batch_iterator over_rows(const dataset& d, std::int64_t begin, std::int64_t end,
+                                  int batch_size, std::uint64_t seed, bool shuffle = true,
+                                  bool drop_last = false);
   /// Copies the next batch into x (rows x features) and y; returns its row count, or 0 at the
   /// end of the epoch (the next call starts a new epoch).
   int next(std::vector<float>& x, std::vector<float>& y);
@@ -67,8 +73,13 @@ class batch_iterator {
   std::int64_t batches_per_epoch() const;
 
  private:
+  struct rows_tag {};
+  batch_iterator(rows_tag, const dataset& d, std::int64_t begin, std::int64_t end, int batch_size,
+                 std::uint64_t seed, bool shuffle, bool drop_last);
   void reshuffle();
   const dataset* d_;
+  std::int64_t begin_ = 0;  ///< first row of d_ this iterator reads
+  std::int64_t rows_ = 0;   ///< rows it reads, from begin_
   int batch_;
   bool shuffle_;
   bool drop_last_;
@@ -106,8 +117,8 @@ class data_source {
 };
 
 /// The data set in memory as a source: its rows reshuffled every epoch by batch_iterator (the
-/// reference trainer's order for the same seed). A worker assigned the whole set reads it in
-/// place; one assigned a range gets a copy of that range.
+/// reference trainer's order for the same seed). Every worker reads its assigned range in place
+/// (batch_iterator::over_rows): N workers in one process hold one copy of the set, not N + 1.
 std::shared_ptr<const data_source> in_memory(std::shared_ptr<const dataset> d);
 
 }  // namespace actrain

@@ -144,5 +144,40 @@ TEST(BatchIterator, DropLastSkipsTheShortBatch) {
   EXPECT_THROW(batch_iterator(d, 0, 1), std::invalid_argument);
 }
 
+TEST(BatchIterator, ARangeReadInPlaceGivesTheSlicesBatches) {
+  const dataset d = numbered(40);
+  const dataset s = slice_rows(d, 11, 37);
+  batch_iterator sliced(s, 5, 9);
+  auto in_place = batch_iterator::over_rows(d, 11, 37, 5, 9);
+  EXPECT_EQ(in_place.batches_per_epoch(), sliced.batches_per_epoch());
+  for (int e = 0; e < 2; ++e) {
+    const auto want = flat(epoch_of(sliced));
+    const auto got = flat(epoch_of(in_place));
+    ASSERT_EQ(want.size(), 26u);
+    EXPECT_EQ(got, want) << "epoch " << e;
+    EXPECT_EQ(*std::min_element(got.begin(), got.end()), 11.f);
+    EXPECT_EQ(*std::max_element(got.begin(), got.end()), 36.f);
+  }
+  EXPECT_THROW(batch_iterator::over_rows(d, 30, 41, 5, 9), std::out_of_range);
+  EXPECT_THROW(batch_iterator::over_rows(d, 12, 11, 5, 9), std::out_of_range);
+  EXPECT_THROW(batch_iterator::over_rows(d, -1, 3, 5, 9), std::out_of_range);
+}
+
+TEST(InMemorySource, AWorkersRangeReadsThoseRowsWithoutACopy) {
+  auto d = std::make_shared<dataset>(numbered(30));
+  auto src = in_memory(d);
+  auto reader = src->open(10, 20, 4, 3, /*shuffle=*/false);
+  std::vector<float> x, y, rows;
+  while (int n = reader->next(x, y)) rows.insert(rows.end(), y.begin(), y.begin() + n);
+  std::vector<float> want(10);
+  std::iota(want.begin(), want.end(), 10.f);
+  EXPECT_EQ(rows, want);
+  // Read in place: a change to the shared set shows in the next epoch's batches.
+  d->x[2 * 15] = 99.f;
+  reader->next(x, y);
+  reader->next(x, y);
+  EXPECT_EQ(x[2 * 1], 99.f) << "row 15 was copied when the reader opened";
+}
+
 }  // namespace
 }  // namespace actrain
