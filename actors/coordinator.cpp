@@ -509,6 +509,17 @@ void on_tick(self_ptr self) {
 
 }  // namespace
 
+coordinator_state::~coordinator_state() {
+  if (!done.pending()) return;
+  if (ended_by && ended_by.category() == errc_category()) {
+    done.deliver(ended_by);
+    return;
+  }
+  done.deliver(
+      make_error(errc::stopped, "the coordinator ended before the job did" +
+                                    (ended_by ? ": " + describe_error(ended_by) : std::string())));
+}
+
 coordinator_impl::behavior_type coordinator(
     coordinator_impl::stateful_pointer<coordinator_state> self, coordinator_config cfg) {
   auto& st = self->state;
@@ -517,6 +528,11 @@ coordinator_impl::behavior_type coordinator(
   st.eval_backend = make_cpu_backend();
   st.diverged_above = diverged_loss_bound(st.cfg.job.model, st.cfg.data->test);
   self->set_down_handler([self](caf::down_msg& dm) { member_down(self, dm.source, dm.reason); });
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    if (!em.reason) return;
+    self->state.ended_by = em.reason;
+    self->quit(std::move(em.reason));
+  });
   return {
       [self](run_atom) { return on_run(self); },
       [self](progress_atom, const progress_report& r) { on_progress(self, r); },

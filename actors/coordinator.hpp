@@ -53,6 +53,13 @@ struct coordinator_state {
   std::vector<worker_track> workers;
   engine_result result;  ///< filled as the job runs; the reply to run
   caf::typed_response_promise<engine_result> done;
+  /// The exit reason the coordinator was ended with from outside (an application's exit message,
+  /// a kill): what `done` is answered with when the job never got to answer it.
+  caf::error ended_by;
+  /// Answers `done` when it is still pending: CAF 0.17 drops an undelivered promise without a
+  /// word, and whoever waits for the job (run_coordinator) would block forever. An actrain reason
+  /// is passed on as it is; any other becomes errc::stopped naming it.
+  ~coordinator_state();
   std::unique_ptr<backend> eval_backend;
   /// A test loss above this ends the job as diverged (diverged_loss_bound): 1000 x the loss of
   /// predicting nothing. 0 = no test set to judge by.

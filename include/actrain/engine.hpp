@@ -141,7 +141,9 @@ engine_result run_coordinator(caf::actor_system& sys, coordinator_config cfg);
 /// Spawns the coordinator of `cfg` without running it: a caller that keeps its handle (to stop
 /// the job with stop_atom, e.g. on a signal) then calls run_coordinator(sys, handle).
 coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_config cfg);
-/// The same for a coordinator spawned already (a caller that keeps its handle).
+/// The same for a coordinator spawned already (a caller that keeps its handle). A coordinator
+/// ended from outside before the job finished (an exit message, a kill) still returns: ok false,
+/// `error` the actrain reason it was ended with, else "the coordinator ended before the job did".
 engine_result run_coordinator(caf::actor_system& sys, const coordinator_actor& coord);
 
 /// Spawns one shard in `sys` (on the scheduler). The handle is what workers, barriers and the

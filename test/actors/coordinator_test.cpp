@@ -2,7 +2,11 @@
 // or hostile node) are ignored, each named in an event, and the job's counts stay exact. And
 // against its own slowness: sync evaluation points stay where they belong when evaluating takes
 // longer than the workers need to reach the next point.
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <future>
+#include <iostream>
 #include <limits>
 #include <mutex>
 
@@ -62,6 +66,53 @@ TEST(coordinator_test, impossible_progress_reports_are_ignored_and_named) {
   EXPECT_EQ(ignored, 6);
   ASSERT_FALSE(res.history.empty());
   EXPECT_TRUE(std::isfinite(res.history.back().train_loss));
+}
+
+// CAF 0.17 drops a promise nobody delivers without a word: a coordinator that is ended from
+// outside while a job runs (an application's exit message, a kill) still answers whoever waits
+// for the job, so run_coordinator returns a failed result instead of blocking forever.
+TEST(coordinator_test, a_coordinator_ended_from_outside_answers_the_run_it_owes) {
+  struct ending {
+    caf::error reason;
+    std::string want;
+  };
+  for (auto& e :
+       {ending{caf::exit_reason::kill, "the coordinator ended before the job did"},
+        ending{caf::exit_reason::user_shutdown, "the coordinator ended before the job did"},
+        ending{make_error(errc::job_stopped, "stopped: signal TERM"),
+               "actrain.job_stopped: stopped: signal TERM"}}) {
+    SCOPED_TRACE(describe_error(e.reason));
+    caf::actor_system_config cfg;
+    prepare_config(cfg);
+    caf::actor_system sys{cfg};
+    auto job = test::small_linear_job(2);
+    job.simulated_compute_s = 0.0005;  // ~125 ms: the first tick comes while workers train
+    auto data = std::make_shared<job_data>(load_job_data(job));
+    fit_model_to_data(job, *data);
+    std::promise<void> ticked;
+    bool told = false;  // touched on the coordinator's thread only
+    engine_hooks hooks;
+    hooks.tick = std::chrono::milliseconds(5);
+    hooks.on_tick = [&](const progress_point&, double) {
+      if (told) return;
+      told = true;
+      ticked.set_value();
+    };
+    auto cc = wire_job(sys, job, data, std::move(hooks));
+    auto coord = sys.spawn(coordinator, std::move(cc));
+    auto run = std::async(std::launch::async, [&] { return run_coordinator(sys, coord); });
+    bool sent = ticked.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+    caf::scoped_actor self{sys};
+    self->send_exit(coord, e.reason);
+    if (run.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      std::cerr << "run_coordinator still waits 30 s after the coordinator was ended\n";
+      std::_Exit(1);  // the waiting thread cannot be joined: fail now, not at ctest's timeout
+    }
+    auto res = run.get();
+    EXPECT_TRUE(sent);
+    EXPECT_FALSE(res.ok);
+    EXPECT_NE(res.error.find(e.want), std::string::npos) << res.error;
+  }
 }
 
 TEST(coordinator_test, a_lost_workers_rows_are_spread_over_every_live_worker) {
