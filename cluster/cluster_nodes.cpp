@@ -229,6 +229,19 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
         },
         caf::after(std::chrono::duration_cast<caf::timespan>(next_sample - now)) >> [] {});
   }
+  // A ps node that lost the coordinator a moment before this node did ends its shards, and an
+  // actor here can go down with node_down from that (over the bulk channel) before this node
+  // sees the registrar go: before calling this node evicted, wait a moment (bounded) for the
+  // registrar's down. An evicted node's registrar stays up; it only exits a second later.
+  if (!evicted.empty() && !coordinator_gone) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!coordinator_gone && std::chrono::steady_clock::now() < until)
+      self->receive(
+          [&](caf::down_msg& dm) {
+            if (dm.source == reg.address()) coordinator_gone = true;
+          },
+          caf::after(std::chrono::milliseconds(100)) >> [] {});
+  }
   // Gone while this node's actors ran: the job did not end (it ends by stopping them first).
   bool gone_mid_job = coordinator_gone;
   if (!coordinator_gone && net::node_scope::alone()) {
