@@ -40,8 +40,6 @@ double time_s(F f) {
   return std::chrono::duration<double>(clk::now() - t0).count();
 }
 
-const std::vector<std::size_t>& sizes_mb = wire_sizes_mb;
-
 // -- the client (this process) ------------------------------------------------------------------
 
 struct row {
@@ -74,7 +72,7 @@ double measure_raw(std::uint16_t port, int reps, std::vector<row>& rows) {
     else
       asio::read(sock, asio::buffer(buf.data(), n));
   };
-  for (auto mb : sizes_mb) {
+  for (auto mb : wire_sizes_mb) {
     std::uint64_t n = mb << 20;
     for (auto [op, name] : {std::pair{'P', "push"}, {'L', "pull"}, {'X', "push_pull"}}) {
       std::vector<double> t;
@@ -152,7 +150,7 @@ void measure_one_message(caf_client& c, std::vector<row>& rows) {
   auto got_size = [](std::int64_t) {};
   auto got_tensor = [](tensor&) {};
   std::size_t i = 0;
-  for (auto mb : sizes_mb) {
+  for (auto mb : wire_sizes_mb) {
     auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
     auto t = filled_tensor(floats);
     for (int k = 0; k < 3; ++k, ++i) {
@@ -179,7 +177,7 @@ std::vector<sweep_point> measure_chunked(caf::actor_system& sys, caf_client& c,
                                          std::vector<row>& rows) {
   std::vector<caf::actor> proxies;
   std::size_t i = 0;
-  for (auto mb : sizes_mb) {
+  for (auto mb : wire_sizes_mb) {
     auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
     auto t = filled_tensor(floats);
     shard_actor proxy = sys.spawn(shard_proxy, c.gateway_for(floats, chunk_options{}), floats,
@@ -240,7 +238,7 @@ double measure_bulk(caf::actor_system& sys, caf_client& c, std::uint16_t port,
     return *p;
   };
   std::size_t i = 0;
-  for (auto mb : sizes_mb) {
+  for (auto mb : wire_sizes_mb) {
     auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
     auto t = filled_tensor(floats);
     auto proxy = proxy_for(mb, floats);
@@ -280,7 +278,7 @@ std::pair<double, double> measure_caf(std::uint16_t port, std::uint16_t bulk_por
 /// small round trip; the same measurement as the plain rows, from a TLS actor system to a TLS
 /// server with the same certificates' CA.
 struct tls_figures {
-  std::vector<double> push_pull_gbs;  ///< per sizes_mb
+  std::vector<double> push_pull_gbs;  ///< per wire_sizes_mb
   double rtt = 0;
 };
 
@@ -294,7 +292,7 @@ tls_figures measure_tls(std::uint16_t port, int reps, const tls_options& tls) {
   caf_client c{self, connect_server(sys, port), reps};
   tls_figures out;
   std::vector<caf::actor> proxies;
-  for (auto mb : sizes_mb) {
+  for (auto mb : wire_sizes_mb) {
     auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
     shard_actor proxy = sys.spawn(shard_proxy, c.gateway_for(floats, chunk_options{}), floats,
                                   chunk_options{}, caf::actor{});

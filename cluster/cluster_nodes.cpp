@@ -229,19 +229,21 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
         },
         caf::after(std::chrono::duration_cast<caf::timespan>(next_sample - now)) >> [] {});
   }
-  // A ps node that lost the coordinator a moment before this node did ends its shards, and an
-  // actor here can go down with node_down from that (over the bulk channel) before this node
-  // sees the registrar go: before calling this node evicted, wait a moment (bounded) for the
-  // registrar's down. An evicted node's registrar stays up; it only exits a second later.
-  if (!evicted.empty() && !coordinator_gone) {
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  // Waits up to `bound` for the registrar's down (the coordinator node gone).
+  auto await_registrar_down = [&](std::chrono::seconds bound) {
+    auto until = std::chrono::steady_clock::now() + bound;
     while (!coordinator_gone && std::chrono::steady_clock::now() < until)
       self->receive(
           [&](caf::down_msg& dm) {
             if (dm.source == reg.address()) coordinator_gone = true;
           },
           caf::after(std::chrono::milliseconds(100)) >> [] {});
-  }
+  };
+  // A ps node that lost the coordinator a moment before this node did ends its shards, and an
+  // actor here can go down with node_down from that (over the bulk channel) before this node
+  // sees the registrar go: before calling this node evicted, wait a moment (bounded) for the
+  // registrar's down. An evicted node's registrar stays up; it only exits a second later.
+  if (!evicted.empty() && !coordinator_gone) await_registrar_down(std::chrono::seconds(1));
   // Gone while this node's actors ran: the job did not end (it ends by stopping them first).
   bool gone_mid_job = coordinator_gone;
   if (!coordinator_gone && net::node_scope::alone()) {
@@ -249,13 +251,7 @@ void wait_node(caf::scoped_actor& self, const registrar_actor& reg, std::vector<
     // (it collects every node's final counts before it stops): a peer that exited first would
     // otherwise close a connection before its last bytes were counted here. Bounded.
     report_traffic(true);
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-    while (!coordinator_gone && std::chrono::steady_clock::now() < until)
-      self->receive(
-          [&](caf::down_msg& dm) {
-            if (dm.source == reg.address()) coordinator_gone = true;
-          },
-          caf::after(std::chrono::milliseconds(100)) >> [] {});
+    await_registrar_down(std::chrono::seconds(3));
   }
   bulk::close_retired();  // counted: the bulk channel's finished sockets can go
   if (!job_error.empty()) {
