@@ -120,7 +120,14 @@ topology plan_topology(const job_spec& job, placement where) {
   // Sync (and an aggregator) holds step t+1's weights until step t is combined anyway: one
   // push_pull per shard and step halves the messages and wake-ups of a prefetched pull. A worker
   // sharing the scheduler with its shard gains nothing from prefetching either.
-  t.push_pull = job.mode == "sync" || job.local_aggregation || t.workers_on_scheduler;
+  // Async across processes: a prefetched pull is a second round trip per step, whose wake-ups
+  // and socket copies cost more CPU than its overlap saves (docs/benchmarks.md, "Across
+  // processes"), and makes every gradient an update staler.
+  const bool async_with_push =
+      job.mode == "async" &&
+      (job.async_pull == "with-push" || (job.async_pull == "auto" && where == placement::cluster));
+  t.push_pull =
+      job.mode == "sync" || job.local_aggregation || t.workers_on_scheduler || async_with_push;
   return t;
 }
 
@@ -143,6 +150,7 @@ void validate(const job_spec& job) {
                        std::to_string(job.backup));
   require_at_least("ssp_bound", job.ssp_bound, 0);
   require_one_of("late_policy", job.late_policy, {"drop", "fold"});
+  require_one_of("async_pull", job.async_pull, {"auto", "prefetch", "with-push"});
   if (job.local_aggregation && job.backup > 0)
     fail("backup",
          "must be 0 with local_aggregation (the aggregator waits for every local "

@@ -55,6 +55,12 @@ struct job_spec {
   double target_accuracy = 0;  ///< stop early once the test accuracy reaches this (0 = off)
   double eval_every = 1;       ///< evaluate every this many epochs
   int window = 2;              ///< max outstanding pushes per shard per worker
+  /// Async: how a worker gets the weights of its next step. "prefetch": it pulls them while the
+  /// step computes (the gradient is at least one update stale); "with-push": the answer to step
+  /// t's push is step t+1's weights (push_pull: one round trip per shard and step, fresher
+  /// weights, no overlap); "auto": with-push across processes, where a round trip's wake-ups and
+  /// copies cost more than the overlap saves, prefetch in one process, where a pull is a pointer.
+  std::string async_pull = "auto";
   float clip_norm = 0;         ///< worker-side gradient clipping (0 = off)
   /// Gradients on the wire: "none", "fp16" or "topk" (error feedback: what a step does not send
   /// stays on the worker and joins later steps); worker_config::compression.

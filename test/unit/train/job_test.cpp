@@ -66,6 +66,7 @@ TEST(job_validate, names_each_bad_field) {
       "job.backup must be < job.workers (2), got 2");
   expect_invalid([](job_spec& j) { j.ssp_bound = -1; }, "job.ssp_bound must be >= 0, got -1");
   expect_invalid([](job_spec& j) { j.late_policy = "keep"; }, "job.late_policy");
+  expect_invalid([](job_spec& j) { j.async_pull = "eager"; }, "job.async_pull");
   expect_invalid([](job_spec& j) { j.eval_every = 0; }, "job.eval_every must be > 0");
   expect_invalid([](job_spec& j) { j.target_accuracy = 1.5; }, "job.target_accuracy");
   expect_invalid([](job_spec& j) { j.clip_norm = -1; }, "job.clip_norm");
@@ -116,8 +117,15 @@ TEST(plan_topology, what_stands_in_front_of_the_shards_in_each_mode) {
   auto t = plan_topology(j);
   EXPECT_FALSE(t.barriers);
   EXPECT_FALSE(t.aggregators);
-  EXPECT_FALSE(t.push_pull);  // async: a prefetched pull overlaps the compute
+  EXPECT_FALSE(t.push_pull);  // async in one process: a prefetched pull overlaps the compute
   EXPECT_FALSE(t.workers_on_scheduler);
+  // Across processes the next weights answer the push: one round trip per shard and step.
+  EXPECT_TRUE(plan_topology(j, placement::cluster).push_pull);
+  j.async_pull = "prefetch";
+  EXPECT_FALSE(plan_topology(j, placement::cluster).push_pull);
+  j.async_pull = "with-push";
+  EXPECT_TRUE(plan_topology(j).push_pull);
+  j.async_pull = "auto";
 
   j.mode = "sync";
   j.backup = 1;
@@ -132,6 +140,7 @@ TEST(plan_topology, what_stands_in_front_of_the_shards_in_each_mode) {
   EXPECT_TRUE(t.barriers);
   EXPECT_EQ(t.barrier_backup, 0);  // backups are a sync matter
   EXPECT_FALSE(t.push_pull);
+  EXPECT_FALSE(plan_topology(j, placement::cluster).push_pull);  // its barrier holds a pull
 
   j.mode = "sync";
   j.backup = 0;
@@ -151,7 +160,9 @@ TEST(plan_topology, only_a_lone_small_model_worker_in_one_process_shares_the_sch
   EXPECT_TRUE(t.workers_on_scheduler);
   EXPECT_TRUE(t.push_pull);  // no prefetch when it takes turns with its shard anyway
   EXPECT_FALSE(plan_topology(j, placement::cluster).workers_on_scheduler);
+  j.async_pull = "prefetch";
   EXPECT_FALSE(plan_topology(j, placement::cluster).push_pull);
+  j.async_pull = "auto";
   j.workers = 2;
   EXPECT_FALSE(plan_topology(j).workers_on_scheduler);
   j.workers = 1;
