@@ -222,9 +222,21 @@ int bench_cluster(const std::vector<std::string>& args) {
   for (int r = 0; r < o.runs; ++r) {
     step_s.push_back(64.0 / reference_train(ref, data).samples_per_s);
     local.push_back(run_in_process(bin, src, o, dir.string()));
-    procs.push_back(run_processes(bin, src, o, dir.string(), {"--job.mode=async"}));
-    procs_prefetch.push_back(run_processes(bin, src, o, dir.string(),
-                                           {"--job.mode=async", "--job.async-pull=prefetch"}));
+    // The two async forms swap places every run, so neither always runs right after the other.
+    auto async_default = [&] {
+      procs.push_back(run_processes(bin, src, o, dir.string(), {"--job.mode=async"}));
+    };
+    auto async_prefetch = [&] {
+      procs_prefetch.push_back(run_processes(bin, src, o, dir.string(),
+                                             {"--job.mode=async", "--job.async-pull=prefetch"}));
+    };
+    if (r % 2 == 0) {
+      async_default();
+      async_prefetch();
+    } else {
+      async_prefetch();
+      async_default();
+    }
     procs_sync.push_back(run_processes(bin, src, o, dir.string(), {"--job.mode=sync"}));
     if (torch_ok) {
       auto e = " --epochs " + std::to_string(o.epochs);
