@@ -49,6 +49,11 @@ int shard_buffer(const job_spec& job) {
   return std::max(1, std::min(want, job.workers));
 }
 
+std::int64_t shard_average(const job_spec& job) {
+  if (job.staleness.average >= 0) return job.staleness.average;
+  return job.mode == "sync" ? 0 : 100;
+}
+
 std::vector<shard_config> make_shard_configs(const job_spec& job) {
   auto cpu = make_cpu_backend();
   auto init = make_model(job.model, *cpu, 1)->init_params(job.seed);
@@ -63,6 +68,7 @@ std::vector<shard_config> make_shard_configs(const job_spec& job) {
     c.staleness = job.staleness;
     c.held_steps = held;
     c.buffer = shard_buffer(job);
+    c.average = shard_average(job);
     out.push_back(std::move(c));
   }
   return out;

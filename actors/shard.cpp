@@ -43,6 +43,24 @@ bool buffer_push(shard_state& st, span<const float> grad, float factor) {
 
 }  // namespace
 
+void restart_average(shard_state& st) {
+  st.averaged = 0;
+  if (st.average_span > 0) st.average = st.values;
+}
+
+void fold_average(shard_state& st) {
+  if (st.average_span <= 0) return;
+  if (st.average.size() != st.values.size()) st.average = st.values;
+  st.averaged += 1;
+  const double k = static_cast<double>(st.averaged);
+  const double span = static_cast<double>(st.average_span);
+  const auto keep = static_cast<float>(std::min(1.0 - 1.0 / span, (1.0 + k) / (10.0 + k)));
+  const float take = 1.f - keep;
+  float* __restrict avg = st.average.data();
+  const float* __restrict w = st.values.data();
+  for (std::size_t i = 0; i < st.values.size(); ++i) avg[i] += take * (w[i] - avg[i]);
+}
+
 caf::expected<push_ack> apply_push(shard_state& st, gradient& g, applied_update* out) {
   if (auto err = expand_gradient(g, st.values.size(), "shard " + std::to_string(st.index))) {
     st.stats.rejected += 1;
@@ -87,6 +105,7 @@ caf::expected<push_ack> apply_push(shard_state& st, gradient& g, applied_update*
   auto lr = scheduled_lr(st.optim, st.opt->steps() * st.buffer) * factor;
   st.opt->step(span<float>(st.values), grad, lr);
   st.version += 1;
+  fold_average(st);
   st.old_snapshots.keep(std::move(st.snapshot));
   st.snapshot = tensor();
   if (st.replica) st.applied_steps[g.worker] = g.step;
@@ -125,6 +144,7 @@ caf::expected<std::int64_t> apply_replicated(shard_state& st, const replica_upda
   if (u.momentum >= 0.f && st.opt->momentum() > 0.f) st.opt->set_momentum(u.momentum);
   st.opt->step(span<float>(st.values), u.grad.values(), u.lr);
   st.version = u.version;
+  fold_average(st);
   auto& last = st.applied_steps[u.worker];
   last = std::max(last, u.step);
   st.replicated += 1;
@@ -181,6 +201,8 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
   st.rule = staleness_rule(cfg.staleness, st.values.size());
   st.rule.hold(cfg.held_steps);
   st.buffer = std::max(1, cfg.buffer);
+  st.average_span = std::max<std::int64_t>(0, cfg.average);
+  restart_average(st);
   // Kept weights hold snapshots: a pool as deep as the history recycles them once dropped.
   if (cfg.staleness.delay_compensation > 0.f)
     st.old_snapshots = tensor_pool(static_cast<std::size_t>(cfg.staleness.history) + 4);
@@ -191,9 +213,14 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
       drop_replica(self->state);
   });
   return {
-      [self](pull_atom, const pull_request&) -> weights {
-        self->state.stats.pulls += 1;
-        return current(self->state);
+      [self](pull_atom, const pull_request& r) -> weights {
+        auto& st = self->state;
+        st.stats.pulls += 1;
+        // The coordinator (evaluations, the job's result) reads the average; workers train on
+        // the live weights.
+        if (r.worker == -1 && st.average_span > 0 && st.average.size() == st.values.size())
+          return {st.index, st.version, tensor(std::vector<float>(st.average))};
+        return current(st);
       },
       [self](push_atom, gradient& g) -> caf::result<push_ack> {
         applied_update upd;
@@ -264,6 +291,7 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
         }
         st.values = c.values;
         st.version = c.version;
+        restart_average(st);
         st.rule.forget_weights();
         st.old_snapshots.keep(std::move(st.snapshot));
         st.snapshot = tensor();

@@ -31,6 +31,12 @@ struct shard_state {
   int buffer = 1;                ///< pushes summed into one update (shard_config::buffer)
   int buffered = 0;              ///< pushes summed into `sum` so far
   std::vector<float> sum;        ///< buffer > 1: their gradients, scaled by their step factors
+  /// Polyak averaging (shard_config::average): an exponential moving average of `values` over
+  /// about `average_span` updates, `averaged` of them folded in since it (re)started from the
+  /// values; what pulls from the coordinator (worker -1) read. Empty when off.
+  std::vector<float> average;
+  std::int64_t average_span = 0;
+  std::int64_t averaged = 0;
   shard_stats stats;
   // Hot replicas ([cluster] replicas = 1). A primary streams every applied update to `replica`
   // and answers a push only once the replica has it (chain replication: what a worker saw
@@ -66,5 +72,13 @@ caf::expected<push_ack> apply_push(shard_state& st, gradient& g, applied_update*
 /// Applies a primary's update to a replica's state (the replica side of apply_push). An update
 /// that does not follow the replica's version, or of the wrong length, is refused.
 caf::expected<std::int64_t> apply_replicated(shard_state& st, const replica_update& u);
+
+/// Folds the shard's values into its weight average after an update (no-op when off): decay
+/// min(1 - 1 / span, (1 + k) / (10 + k)) at the k-th update since the average (re)started, so
+/// the first updates are not drowned by the initial weights.
+void fold_average(shard_state& st);
+
+/// Starts the weight average over from the shard's values (at start and after a restore).
+void restart_average(shard_state& st);
 
 }  // namespace actrain

@@ -73,13 +73,17 @@ app_config::app_config() {
       .add<int64_t>("max-rows",
                     "rows one shard holds at most, least recently used evicted (0 = all)");
   opt_group{custom_options_, "staleness"}
-      .add<str>("policy", "none (default) | sqrt | inverse | drop")
-      .add<int64_t>("max", "drop: staleness bound; inverse: 0 = unbounded")
+      .add<str>("policy", "damped (default) | none | sqrt | inverse | drop")
+      .add<int64_t>("max", "drop: staleness bound; inverse, damped: 0 = unbounded")
+      .add<int64_t>("tolerance", "damped: staleness that still takes the full step (2)")
       .add<str>("momentum",
                 "corrected (default: lower momentum by what asynchrony adds) | explicit")
       .add<double>("delay-compensation", "DC-ASGD-a strength (0 = off)")
       .add<int64_t>("history", "weight versions a shard keeps for delay compensation")
-      .add<int64_t>("buffer", "async: pushes a shard sums into one update (0 = workers)");
+      .add<int64_t>("buffer", "async: pushes a shard sums into one update (0 = workers)")
+      .add<int64_t>("average",
+                    "updates the evaluated weight average spans (-1 = auto: 100 unless sync, "
+                    "0 = off)");
   opt_group{custom_options_, "checkpoint"}
       .add<str>("dir", "checkpoint folder (\"\" = no checkpoints)")
       .add<int64_t>("every-steps",
@@ -498,11 +502,13 @@ job_spec job_from_config(const app_config& cfg) {
   j.optim.min_lr = static_cast<float>(f64("optim.min-lr", j.optim.min_lr));
   j.staleness.kind = str("staleness.policy", j.staleness.kind);
   j.staleness.max_staleness = i64("staleness.max", j.staleness.max_staleness);
+  j.staleness.tolerance = i64("staleness.tolerance", j.staleness.tolerance);
   j.staleness.momentum = str("staleness.momentum", j.staleness.momentum);
   j.staleness.delay_compensation =
       static_cast<float>(f64("staleness.delay-compensation", j.staleness.delay_compensation));
   j.staleness.history = i64("staleness.history", j.staleness.history);
   j.staleness.buffer = i32("staleness.buffer", j.staleness.buffer);
+  j.staleness.average = i64("staleness.average", j.staleness.average);
   j.checkpoint.dir = str("checkpoint.dir", j.checkpoint.dir);
   j.checkpoint.every_steps = i64("checkpoint.every-steps", j.checkpoint.every_steps);
   j.checkpoint.every_seconds = f64("checkpoint.every-seconds", j.checkpoint.every_seconds);

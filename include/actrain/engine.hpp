@@ -36,6 +36,9 @@ struct shard_config {
   /// Pushes summed into one update (staleness_policy::buffer resolved for the job: 1 unless the
   /// job is async).
   int buffer = 1;
+  /// Updates the shard's weight average spans (staleness_policy::average resolved for the job:
+  /// shard_average); 0: no average, evaluations read the live weights.
+  std::int64_t average = 0;
 };
 
 /// How to build one worker. The training data is shared (read-only) between the workers of a
@@ -168,6 +171,9 @@ double held_steps(const job_spec& job);
 /// a single async worker steps like the reference trainer), 1 in sync and ssp (the barrier sums a
 /// step's slices already).
 int shard_buffer(const job_spec& job);
+/// Updates a shard of `job` averages its weights over (staleness_policy::average): -1 resolves
+/// to 100 in async and ssp jobs and to 0 (off) in sync ones; 0 is off.
+std::int64_t shard_average(const job_spec& job);
 /// The worker config for worker `id` of a job laid out as `topo` (plan_topology).
 worker_config make_worker_config(const job_spec& job, const topology& topo,
                                  std::shared_ptr<const dataset> train, std::int32_t id);

@@ -120,15 +120,19 @@ double clip_by_norm(span<float> g, double max_norm);
 /// updates the shard applied since the weights the gradient was computed from. The three parts
 /// compose with each other and with every optimizer.
 struct staleness_policy {
-  /// How much of a stale gradient's step is taken: "none" (all of it), "sqrt"
-  /// (lr / sqrt(max(1, s)), s being the shard's running mean staleness: the steps shrink as more
-  /// workers share the model, and a single worker, 1 update stale from its prefetched pull,
-  /// keeps its full rate), "inverse" (lr / (1 + staleness) of each push, Zhang et al. 2016),
-  /// "drop" (none beyond max_staleness). The defaults are measured in docs/benchmarks.md
-  /// (staleness study).
-  std::string kind = "none";
+  /// How much of a stale gradient's step is taken: "damped" (the default: all of it for a push
+  /// at most `tolerance` updates stale, lr * sqrt(tolerance / staleness) beyond: the few pushes a
+  /// descheduled worker sends very late move the weights little, the fresh ones at full rate),
+  /// "none" (all of it), "sqrt" (lr / sqrt(max(1, s)), s being the shard's running mean
+  /// staleness: every step shrinks as more workers share the model, and a single worker, 1
+  /// update stale from its prefetched pull, keeps its full rate), "inverse" (lr / (1 +
+  /// staleness) of each push, Zhang et al. 2016), "drop" (none beyond max_staleness). The
+  /// defaults are measured in docs/benchmarks.md (staleness study).
+  std::string kind = "damped";
   std::int64_t max_staleness =
-      0;  ///< "drop": reject gradients staler than this; "inverse": 0 = no bound
+      0;  ///< "drop": reject gradients staler than this; "inverse", "damped": 0 = no bound
+  /// "damped": the staleness a push may have and still take its full step (>= 1).
+  std::int64_t tolerance = 2;
   /// "corrected": a rule with a momentum term (momentum, nesterov, Adam's beta1, or a registered
   /// rule that exposes one) runs with mu - s / (1 + s) (at least 0), s being the mean staleness
   /// of the shard's recent pushes: asynchrony adds about that much momentum of its own
@@ -151,6 +155,13 @@ struct staleness_policy {
   /// halves the updates, so it is not the default. Pushes still buffered when a job stops or
   /// checkpoints are not applied (like pushes in flight).
   int buffer = 1;
+  /// Polyak averaging: a shard also keeps an exponential moving average of its weights over
+  /// about this many updates (decay min(1 - 1 / average, (1 + k) / (10 + k)) after k updates),
+  /// and the job evaluates and yields the average; workers still pull the live weights, and a
+  /// checkpoint holds the live weights (a restored shard starts its average over from them).
+  /// It smooths out the noise stale steps add at the end of a job. -1 (the default): 100 in
+  /// async and ssp jobs, off in sync; 0: off. Measured in docs/benchmarks.md (staleness study).
+  std::int64_t average = -1;
   /// Factor to multiply the learning rate by for a gradient `staleness` versions old;
   /// returns 0 when the gradient must be dropped.
   float factor(std::int64_t staleness) const;

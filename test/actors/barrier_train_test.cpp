@@ -64,6 +64,7 @@ TEST_F(barrier_train_test, a_worker_runs_the_same_code_against_a_shard_and_a_bar
   auto ref = reference_train(job, *data);
   // Straight to the shard: without prefetch every step sees the previous one's update.
   job.mode = "async";
+  job.staleness.average = 0;  // the live weights, not their average
   auto direct = run_deterministic(job, train, true, false);
   // Through a barrier: the prefetched pull waits for the step to be applied.
   job.mode = "sync";

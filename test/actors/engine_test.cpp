@@ -113,6 +113,7 @@ TEST_F(engine_test, one_async_worker_with_delay_compensation_matches_the_referen
     job.optim.lr = 0.1f;
     job.optim.momentum = 0.9f;
     job.staleness.delay_compensation = 2.f;
+    job.staleness.average = 0;  // the live weights: the update arithmetic against the reference
     auto data = std::make_shared<job_data>(load_job_data(job));
     fit_model_to_data(job, *data);
     ASSERT_FALSE(plan_topology(job, placement::one_process).workers_on_scheduler);
@@ -122,6 +123,12 @@ TEST_F(engine_test, one_async_worker_with_delay_compensation_matches_the_referen
     for (auto& sh : res.shards) EXPECT_NEAR(sh.mean_staleness, 1.0, 0.01) << kind;
     EXPECT_NEAR(res.test.accuracy, ref.test.accuracy, 0.003)
         << kind << ": async " << res.test.accuracy << ", reference " << ref.test.accuracy;
+    // The default (the weight average, no delay compensation) is never worse than the reference.
+    job.staleness = staleness_policy{};
+    auto dflt = run_job(*sys, job, data);
+    ASSERT_TRUE(dflt.ok) << kind << ": " << dflt.error;
+    EXPECT_GE(dflt.test.accuracy, ref.test.accuracy - 0.003)
+        << kind << ": async default " << dflt.test.accuracy << ", reference " << ref.test.accuracy;
   }
 }
 

@@ -1,5 +1,6 @@
 // Deterministic tests of the shard actor: exact optimizer results, versions and staleness with
 // interleaved workers, rejection of bad pushes.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -140,6 +141,61 @@ TEST_F(shard_test, bad_pushes_are_rejected_and_leave_weights_intact) {
   });
 }
 
+TEST_F(shard_test, the_default_step_damps_only_pushes_staler_than_its_tolerance) {
+  optim_spec o;
+  o.lr = 1.f;
+  auto s = make({0.f}, o);                // the default policy: damped, tolerance 2
+  for (std::int64_t k = 0; k < 4; ++k) {  // all from version 0: staleness 0, 1, 2, 3
+    auto ack = push(s, grad({1.f}, 0));
+    ASSERT_TRUE(ack);
+    EXPECT_EQ(ack->staleness, k);
+  }
+  EXPECT_NEAR(pull(s).values[0], -(3.0 + std::sqrt(2.0 / 3.0)), 1e-6);
+  auto late = push(s, grad({1.f}, 0));  // 4 updates stale: sqrt(2 / 4) of a step
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->staleness, 4);
+  EXPECT_NEAR(pull(s).values[0], -(3.0 + std::sqrt(2.0 / 3.0) + std::sqrt(0.5)), 1e-6);
+}
+
+TEST_F(shard_test, the_coordinator_reads_the_weight_average_and_workers_the_live_weights) {
+  optim_spec o;
+  o.lr = 1.f;
+  shard_config c;
+  c.index = 0;
+  c.init = {0.f, 10.f};
+  c.optim = o;
+  c.average = 4;
+  auto s = ds.sys->spawn(shard, std::move(c));
+  EXPECT_EQ(pull(s, -1).values.to_vector(), (std::vector<float>{0.f, 10.f}));
+  // Update k folds in the values with weight 1 - min(1 - 1/4, (1 + k) / (10 + k)).
+  double avg0 = 0, avg1 = 10;
+  for (int k = 1; k <= 6; ++k) {
+    auto v = pull(s, 0).version;
+    ASSERT_TRUE(push(s, grad({1.f, -2.f}, v)));  // fresh: w -= (1, -2)
+    const double keep = std::min(0.75, (1.0 + k) / (10.0 + k));
+    avg0 = keep * avg0 + (1 - keep) * (-k);
+    avg1 = keep * avg1 + (1 - keep) * (10 + 2 * k);
+  }
+  auto live = pull(s, 0);
+  EXPECT_EQ(live.values.to_vector(), (std::vector<float>{-6.f, 22.f}));
+  auto avg = pull(s, -1);  // the coordinator: evaluations and the job's result
+  EXPECT_EQ(avg.version, 6);
+  EXPECT_NEAR(avg.values[0], avg0, 1e-5);
+  EXPECT_NEAR(avg.values[1], avg1, 1e-5);
+  EXPECT_GT(avg.values[0], -6.f);  // it lags behind the live weights
+  // A checkpoint holds the live weights; a restored shard starts its average over from them.
+  self->send(s, checkpoint_atom::value, std::int64_t{-1});
+  ds.run();
+  shard_checkpoint cp;
+  self->receive([&](shard_checkpoint& x) { cp = std::move(x); });
+  EXPECT_EQ(cp.values, (std::vector<float>{-6.f, 22.f}));
+  cp.values = {3.f, 4.f};
+  self->send(s, restore_atom::value, cp);
+  ds.run();
+  self->receive([](std::int64_t) {}, [](caf::error& e) { ADD_FAILURE() << describe_error(e); });
+  EXPECT_EQ(pull(s, -1).values.to_vector(), (std::vector<float>{3.f, 4.f}));
+}
+
 TEST_F(shard_test, staleness_policy_scales_or_drops) {
   optim_spec o;
   o.lr = 1.f;
@@ -268,6 +324,26 @@ TEST(shard_buffer, async_jobs_buffer_up_to_their_workers_sync_and_ssp_never) {
   auto configs = make_shard_configs(j);
   ASSERT_EQ(configs.size(), 2u);
   for (auto& c : configs) EXPECT_EQ(c.buffer, 4);
+}
+
+TEST(shard_average, async_and_ssp_jobs_average_by_default_sync_ones_when_asked) {
+  job_spec j;
+  j.mode = "async";
+  EXPECT_EQ(j.staleness.average, -1);  // auto
+  EXPECT_EQ(shard_average(j), 100);
+  j.mode = "ssp";
+  EXPECT_EQ(shard_average(j), 100);
+  j.mode = "sync";
+  EXPECT_EQ(shard_average(j), 0);
+  j.staleness.average = 300;
+  EXPECT_EQ(shard_average(j), 300);
+  j.mode = "async";
+  j.staleness.average = 0;
+  EXPECT_EQ(shard_average(j), 0);
+  j.staleness.average = -1;
+  j.model = model_spec("linear", 4, 1);
+  j.shards = 2;
+  for (auto& c : make_shard_configs(j)) EXPECT_EQ(c.average, 100);
 }
 
 TEST_F(shard_test, top_k_held_steps_lower_the_momentum_of_fresh_pushes) {

@@ -19,6 +19,8 @@
 namespace actrain {
 
 /// A worker asks a shard (or a barrier in front of it) for weights to compute step `step` with.
+/// Worker -1 is the coordinator (evaluations and the job's result): a shard that keeps a weight
+/// average (staleness_policy::average) answers it with the average.
 struct pull_request {
   std::int32_t worker = 0;
   std::int64_t step = 0;

@@ -83,6 +83,19 @@ TEST(Staleness, Factors) {
   EXPECT_FLOAT_EQ(inv.factor(2), 1.f / 3);
   EXPECT_FLOAT_EQ(inv.factor(3), 0);
 
+  staleness_policy damped;  // the default: full steps up to 2 updates stale, sqrt(2 / s) beyond
+  EXPECT_EQ(damped.kind, "damped");
+  EXPECT_FLOAT_EQ(damped.factor(0), 1);
+  EXPECT_FLOAT_EQ(damped.factor(2), 1);
+  EXPECT_FLOAT_EQ(damped.factor(8), 0.5f);
+  EXPECT_FLOAT_EQ(damped.factor(200), 0.1f);
+  damped.tolerance = 4;
+  EXPECT_FLOAT_EQ(damped.factor(4), 1);
+  EXPECT_FLOAT_EQ(damped.factor(16), 0.5f);
+  damped.max_staleness = 10;
+  EXPECT_FLOAT_EQ(damped.factor(9), std::sqrt(4.f / 9.f));
+  EXPECT_FLOAT_EQ(damped.factor(11), 0);
+
   staleness_policy drop{"drop", 2};
   EXPECT_FLOAT_EQ(drop.factor(0), 1);
   EXPECT_FLOAT_EQ(drop.factor(2), 1);
@@ -104,6 +117,23 @@ TEST(Staleness, ValidateNamesTheBadField) {
         validate(staleness_policy{"drop", -1});
       },
       ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("max_staleness")));
+  EXPECT_THAT(
+      [] {
+        staleness_policy p;
+        p.tolerance = 0;
+        validate(p);
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("tolerance")));
+  EXPECT_THAT(
+      [] {
+        staleness_policy p;
+        p.average = -2;
+        validate(p);
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("average")));
+  staleness_policy off;
+  off.average = 0;
+  EXPECT_NO_THROW(validate(off));
 }
 
 }  // namespace
