@@ -319,9 +319,9 @@ void full_runs(caf::actor_system& sys, const engine_options& o,
        " epochs (full data)\n\n");
   emit("Reproduce: `actrain bench engine --full`. ");
   emit("Hyper-parameters: " + describe_hparams(reference_mlp_job(o.full_epochs)) +
-       "; shards = 2; the default staleness policy (Adam's beta1 corrected for the momentum "
-       "asynchrony adds), the same job for every row. Test accuracy on the 10,000 test "
-       "images.\n\n");
+       "; shards = 2; the default staleness policy (late pushes damped, Adam's beta1 corrected "
+       "for the momentum asynchrony adds, the shards' weight average evaluated), the same job "
+       "for every row. Test accuracy on the 10,000 test images.\n\n");
   emit("| workers | test accuracy | test loss | samples/s | wall s | max staleness seen |\n");
   emit("| --- | --- | --- | --- | --- | --- |\n");
   auto job = reference_mlp_job(o.full_epochs);

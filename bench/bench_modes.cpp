@@ -245,8 +245,9 @@ void describe_setup(std::ostringstream& md, const modes_options& o, const modes_
         "tail says nothing about the mode. *whole* is samples over the whole wall time. Speed-up "
         "is steady throughput against 1 async worker in the same run. Sync runs scale Adam's "
         "rate by sqrt(K) and fit the cosine schedule to their K-times fewer steps; async and ssp "
-        "run the job's own Adam with the default staleness policy (corrected momentum: section "
-        "staleness). Sync workers send push_pull: the reply to step "
+        "run the job's own Adam with the default staleness policy (damped step, corrected "
+        "momentum, weight average: section staleness). Sync workers send push_pull: the reply to "
+        "step "
         "t's slice is step t+1's weights (one message each way per shard and step).\n\n";
 }
 
