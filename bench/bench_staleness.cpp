@@ -29,6 +29,7 @@ namespace {
 struct rule_t {
   std::string name;
   staleness_policy policy;
+  std::string pull = "auto";  ///< job.async-pull
 };
 
 /// A rule on its own: every push its own update unless `buffer` says otherwise, and the live
@@ -56,6 +57,7 @@ std::vector<rule_t> study_rules() {
           {"corrected momentum", policy("none", "corrected", 0)},
           {"corrected momentum + average", policy("none", "corrected", 0, 1, 100)},
           {"damped step + corrected", policy("damped", "corrected", 0)},
+          {"default rule, pull with the push", staleness_policy{}, "with-push"},
           {"default: damped step + corrected + average", staleness_policy{}}};
 }
 
@@ -201,7 +203,7 @@ struct part_t {
   std::vector<run_t> sync, torch;
   std::vector<run_t> sync_average;  ///< sync with the same weight average as async's default
   std::map<std::string, std::vector<run_t>> async;  ///< rule name -> one run per worker count
-  std::vector<run_t> straggler;                     ///< sync and the default rule, 4x straggler
+  std::vector<run_t> straggler;  ///< sync, the default rule, and it with push_pull: 4x straggler
   double straggler_delay = 0;
 };
 
@@ -232,6 +234,7 @@ part_t run_part(caf::actor_system& sys, const options& o, const std::string& opt
     auto job = p.job;
     job.mode = "async";
     job.staleness = rule.policy;
+    job.async_pull = rule.pull;
     for (int w : o.workers)
       p.async[rule.name].push_back(run_engine(sys, job, data, rule.name, w, 0));
   }
@@ -244,6 +247,9 @@ part_t run_part(caf::actor_system& sys, const options& o, const std::string& opt
     job.mode = "async";
     p.straggler.push_back(
         run_engine(sys, job, data, study_rules().back().name, sw, p.straggler_delay));
+    job.async_pull = "with-push";  // the straggler alone at the end, with fresh weights
+    p.straggler.push_back(
+        run_engine(sys, job, data, "default rule, pull with the push", sw, p.straggler_delay));
   }
   if (o.torch && optim == "momentum")
     for (int t : {2, 4})
@@ -331,7 +337,12 @@ void verdicts(std::ostringstream& md, const part_t& p) {
     md << " With one of " << p.straggler.front().workers << " workers 4x slower (+"
        << fmt(p.straggler_delay * 1e3, 1) << " ms per step): sync " << cell(p.straggler[0])
        << " at " << fmt(p.straggler[0].samples_per_s, 0) << " samples/s, async default "
-       << cell(p.straggler[1]) << " at " << fmt(p.straggler[1].samples_per_s, 0) << " samples/s.";
+       << cell(p.straggler[1]) << " at " << fmt(p.straggler[1].samples_per_s, 0) << " samples/s"
+       << (p.straggler.size() > 2
+               ? ", async default pulling with the push " + cell(p.straggler[2]) + " at " +
+                     fmt(p.straggler[2].samples_per_s, 0) + " samples/s"
+               : std::string())
+       << ".";
   md << "\n";
 }
 
@@ -345,7 +356,11 @@ std::string report(const options& o, const std::vector<part_t>& parts) {
         "the 10,000 test rows; sync averages the K workers' gradients into one step (K times "
         "fewer steps); the reference is the single-threaded loop. Rows named with \"average\" "
         "evaluate the shards' weight average over 100 updates (`[staleness] average`, the "
-        "default in async jobs), the others the live weights. Cells are final test accuracy "
+        "default in async jobs), the others the live weights. Async workers prefetch their "
+        "next weights during the step (`job.async-pull = auto` in one process) except in the "
+        "row \"default rule, pull with the push\" (`with-push`: the answer to a push is the "
+        "next weights, one update fresher, no overlap), which also runs the straggler job. "
+        "Cells are final test accuracy "
         "and the shards' mean staleness s. PyTorch's RPC parameter server runs 1 PS + N trainer "
         "processes (1 thread each) with momentum on the PS, the same MLP, batch and epochs. It "
         "crosses process boundaries and these actrain runs do not (all share the same 2 cores): "

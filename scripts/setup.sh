@@ -16,6 +16,11 @@ pkgs=(
   chromium              # the dashboard test takes a headless screenshot
   clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz/: libFuzzer, ASan and UBSan runtimes
 )
+# --bench: also PyTorch (python3-torch, ~1 GB with its dependencies), the peer every
+# `actrain bench` measures in the same run; without it those rows are skipped with the reason.
+if [ "${1:-}" = "--bench" ]; then
+  pkgs+=(python3-torch)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
