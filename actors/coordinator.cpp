@@ -436,6 +436,7 @@ void on_progress(self_ptr self, const progress_report& r) {
   st.epoch = static_cast<int>(st.samples / std::max<std::int64_t>(rows, 1));
   if (r.finished && !w.finished) tell_fronts_leave(self, static_cast<std::size_t>(r.worker), false);
   if (r.finished) w.finished = true;
+  if (r.finished) take_share_when_done(self, static_cast<std::size_t>(r.worker));
   if (!st.finishing && st.eval_steps == 0 && st.samples >= st.next_eval_samples &&
       st.samples < st.target_samples) {
     st.next_eval_samples += static_cast<std::int64_t>(std::llround(st.cfg.job.eval_every * rows));

@@ -45,6 +45,7 @@ struct worker_track {
   bool relisting = false;
   bool interleave_wanted = false;  ///< rows were added meanwhile (or it was replaying): ask after
   bool replaying = false;          ///< resumed with batches to replay, no report since
+  bool taking_share = false;       ///< finished, asking the others for a share (async)
 };
 
 struct coordinator_state {
@@ -185,6 +186,11 @@ void join_worker(coordinator_self self, std::int32_t index, worker_actor h,
 /// Worker `h` takes slot `j` and a share of the others' rows (a join, or a revived slot).
 void take_in(coordinator_self self, std::size_t j, worker_actor h, const std::string& node,
              bool monitor);
+/// Async: worker j walked all its rows while others still walk theirs; like a joiner, it takes a
+/// share of the epochs they have not started (rows are split evenly at the start, so a slow
+/// worker would otherwise train alone on its own rows at the end of the job, and the model
+/// would lean toward them). Sync and ssp steps wait for the slowest worker anyway.
+void take_share_when_done(coordinator_self self, std::size_t j);
 /// The slots in `revive` take their share once every other live worker reported since the
 /// resume (a worker still replaying to the cut has nothing it can release yet).
 void maybe_revive(coordinator_self self);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -202,6 +203,63 @@ bool lists_settling(const coordinator_state& st) {
   });
 }
 
+/// A worker done with its rows first takes shares of at least this many batches (gather_share).
+constexpr std::int64_t share_min_batches = 32;
+
+/// Asks every other live worker whose list is settled and that still walks rows for a share of
+/// the epochs it has not started (release_atom with share donors + 1), which becomes worker j's
+/// rows (take_released); `done(samples moved)` runs once every donor answered, at once when
+/// there is none. With `min_batches`, only a worker with at least that many batches per share
+/// still to walk is asked: a share is cut from the last rows of a range for all its epochs, and
+/// shares of a few rows would be short batches walked again and again.
+void gather_share(self_ptr self, std::size_t j, std::function<void(std::int64_t)> done,
+                  std::int64_t min_batches = 0) {
+  auto& st = self->state;
+  std::vector<std::size_t> donors;
+  for (std::size_t i = 0; i < st.workers.size(); ++i)
+    if (i != j && st.workers[i].alive && !st.workers[i].finished && !st.workers[i].relisting &&
+        !st.workers[i].replaying)
+      donors.push_back(i);
+  if (min_batches > 0) {
+    auto least = static_cast<std::int64_t>(donors.size() + 1) * min_batches * st.cfg.job.batch;
+    donors.erase(std::remove_if(donors.begin(), donors.end(),
+                                [&](std::size_t i) {
+                                  auto& t = st.workers[i];
+                                  return t.assigned_samples - t.done_samples < least;
+                                }),
+                 donors.end());
+  }
+  if (donors.empty()) {
+    done(0);
+    return;
+  }
+  auto share = static_cast<std::int32_t>(donors.size() + 1);
+  auto left = std::make_shared<std::size_t>(donors.size());
+  auto moved = std::make_shared<std::int64_t>(0);
+  auto answered = [left, moved, done = std::move(done)] {
+    if (--*left == 0) done(*moved);
+  };
+  for (auto d : donors) {
+    auto listed = st.workers[d].work.size();
+    st.workers[d].relisting = true;
+    self->request(st.workers[d].handle, coordinator_request_timeout, release_atom::value, share)
+        .then(
+            [self, d, listed, j, moved, answered](released_work& r) {
+              auto& st = self->state;
+              if (auto why = check_release(st, listed, r); !why.empty())
+                st.event("ignored worker " + std::to_string(d) + "'s release: it " + why);
+              else if (st.workers[d].alive && !st.finishing)
+                *moved += take_released(self, d, listed, j, r);
+              relisted(self, d);
+              answered();
+            },
+            [self, d, answered](caf::error&) {
+              relisted(self, d);
+              answered();
+            });
+  }
+}
+
 }  // namespace
 
 void join_worker(self_ptr self, std::int32_t index, worker_actor h, const std::string& node) {
@@ -243,48 +301,35 @@ void take_in(self_ptr self, std::size_t j, worker_actor h, const std::string& no
   t.last_report = st.now();
   t.rate_since = t.last_report;
   if (monitor) self->monitor(h);
-  std::vector<std::size_t> donors;
-  for (std::size_t i = 0; i < st.workers.size(); ++i)
-    if (i != j && st.workers[i].alive && !st.workers[i].finished && !st.workers[i].relisting &&
-        !st.workers[i].replaying)
-      donors.push_back(i);
-  auto share = static_cast<std::int32_t>(donors.size() + 1);
-  auto left = std::make_shared<std::size_t>(donors.size());
-  auto moved = std::make_shared<std::int64_t>(0);
-  auto done = [self, j, index, node, left, moved] {
-    if (--*left > 0) return;
+  gather_share(self, j, [self, j, index, node](std::int64_t moved) {
     auto& st = self->state;
     std::ostringstream line;
     line << "worker " << index << " ('" << node << "') joined at step " << st.workers[j].step
-         << " and takes " << *moved << " samples of the others' work";
+         << " and takes " << moved << " samples of the others' work";
     st.event(line.str());
     if (st.workers[j].alive && st.workers[j].work.empty()) assign(self, j, {}, 0);
     if (st.workers[j].alive && st.workers[j].work.size() > 1) interleave(self, j);
-  };
-  if (donors.empty()) {
-    *left = 1;
-    done();
+  });
+}
+
+void take_share_when_done(self_ptr self, std::size_t j) {
+  auto& st = self->state;
+  auto& t = st.workers[j];
+  if (st.cfg.job.mode != "async" || st.cfg.job.local_aggregation || st.finishing || st.stopping ||
+      !t.alive || !t.finished || t.taking_share)
     return;
-  }
-  for (auto d : donors) {
-    auto listed = st.workers[d].work.size();
-    st.workers[d].relisting = true;
-    self->request(st.workers[d].handle, coordinator_request_timeout, release_atom::value, share)
-        .then(
-            [self, d, listed, j, moved, done](released_work& r) {
-              auto& st = self->state;
-              if (auto why = check_release(st, listed, r); !why.empty())
-                st.event("ignored worker " + std::to_string(d) + "'s release: it " + why);
-              else if (st.workers[d].alive && !st.finishing)
-                *moved += take_released(self, d, listed, j, r);
-              relisted(self, d);
-              done();
-            },
-            [self, d, done](caf::error&) {
-              relisted(self, d);
-              done();
-            });
-  }
+  t.taking_share = true;
+  gather_share(self, j, [self, j](std::int64_t moved) {
+    auto& st = self->state;
+    auto& t = st.workers[j];
+    t.taking_share = false;
+    if (moved > 0) {
+      st.event("worker " + std::to_string(j) + " walked its rows first and takes " +
+               std::to_string(moved) + " samples of the others' epochs not started");
+      if (t.alive && t.work.size() > 1) interleave(self, j);
+    }
+    maybe_done(self);
+  }, share_min_batches);
 }
 
 void interleave(self_ptr self, std::size_t w) {

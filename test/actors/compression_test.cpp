@@ -208,11 +208,30 @@ TEST_F(compressed_job, async_and_sync_reach_least_squares_and_push_the_bytes_the
     auto [half, half_ratio] = run(mode, "fp16");
     auto [topk, topk_ratio] = run(mode, "topk");
     ASSERT_TRUE(plain.ok && half.ok && topk.ok) << plain.error << half.error << topk.error;
-    EXPECT_EQ(plain.bytes_pushed, steps * 21 * 4) << mode;
-    EXPECT_EQ(half.bytes_pushed, steps * 21 * 2) << mode;
+    // In async a worker done first may take a share of the other's epochs not started
+    // (coordinator_test), and a share cut from a range adds a short batch per epoch: there the
+    // steps are the pushes the shards counted (every step pushes to both), at least 2 x 6 x 313.
+    auto steps_of = [&](const engine_result& r) -> std::int64_t {
+      if (mode == "sync") return steps;
+      EXPECT_EQ(r.shards.size(), 2u);
+      if (r.shards.size() != 2) return -1;
+      EXPECT_EQ(r.shards[0].pushes, r.shards[1].pushes);
+      EXPECT_GE(r.shards[0].pushes, steps);
+      return r.shards[0].pushes;
+    };
+    EXPECT_EQ(plain.bytes_pushed, steps_of(plain) * 21 * 4) << mode;
+    EXPECT_EQ(half.bytes_pushed, steps_of(half) * 21 * 2) << mode;
     // top-k 25%: ceil(2.75) = 3 of 11 and ceil(2.5) = 3 of 10, each an index and a value.
-    EXPECT_EQ(topk.bytes_pushed, steps * (3 + 3) * 8) << mode;
-    EXPECT_EQ(plain.bytes_received, half.bytes_received) << mode;  // weights travel uncompressed
+    EXPECT_EQ(topk.bytes_pushed, steps_of(topk) * (3 + 3) * 8) << mode;
+    // Weights travel uncompressed: the same bytes received per step whatever the compression
+    // (exactly in sync; in async a taken share adds a pull or two to some 3756 steps).
+    if (mode == "sync")
+      EXPECT_EQ(plain.bytes_received, half.bytes_received);
+    else
+      EXPECT_NEAR(static_cast<double>(half.bytes_received) / static_cast<double>(steps_of(half)) /
+                      (static_cast<double>(plain.bytes_received) /
+                       static_cast<double>(steps_of(plain))),
+                  1.0, 0.01);
     EXPECT_LT(plain_ratio, 1.01) << mode;
     EXPECT_LT(half_ratio, 1.01) << mode;
     EXPECT_LT(topk_ratio, 1.05) << mode;
