@@ -4,9 +4,13 @@
 
 #include "tensor/device.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace actrain {
 namespace {
@@ -93,7 +97,15 @@ void validate_data(const data_spec& d) {
 
 }  // namespace
 
-topology plan_topology(const job_spec& job, placement where) {
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+topology plan_topology(const job_spec& job, placement where, int cores) {
+  if (cores <= 0) cores = usable_cores();
   if (where == placement::cluster && job.local_aggregation)
     throw std::invalid_argument(
         "job.local-aggregation combines the workers of one process; across nodes each worker is "
@@ -123,9 +135,18 @@ topology plan_topology(const job_spec& job, placement where) {
   // Async across processes: a prefetched pull is a second round trip per step, whose wake-ups
   // and socket copies cost more CPU than its overlap saves (docs/benchmarks.md, "Across
   // processes"), and makes every gradient an update staler.
+  // Async in one process with more workers computing than it has cores: the cores are busy with
+  // compute anyway, so a prefetched pull buys little overlap (2-5% samples/s here) and makes
+  // every gradient an update staler, which costs accuracy (0.3-0.4 points at 4-8 workers with
+  // momentum or Adam: docs/benchmarks.md, staleness), with a straggler too now that finished
+  // workers take shares of its epochs (it no longer walks its rows alone at the end, where fresh
+  // weights gave it back the full momentum). Sleeping or device compute leaves the cores free.
+  const bool cores_busy =
+      job.simulated_compute_s <= 0 && job.device == "cpu" && job.workers > cores;
+  const bool auto_with_push = where == placement::cluster || cores_busy;
   const bool async_with_push =
       job.mode == "async" &&
-      (job.async_pull == "with-push" || (job.async_pull == "auto" && where == placement::cluster));
+      (job.async_pull == "with-push" || (job.async_pull == "auto" && auto_with_push));
   t.push_pull =
       job.mode == "sync" || job.local_aggregation || t.workers_on_scheduler || async_with_push;
   return t;

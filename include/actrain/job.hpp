@@ -59,7 +59,9 @@ struct job_spec {
   /// step computes (the gradient is at least one update stale); "with-push": the answer to step
   /// t's push is step t+1's weights (push_pull: one round trip per shard and step, fresher
   /// weights, no overlap); "auto": with-push across processes, where a round trip's wake-ups and
-  /// copies cost more than the overlap saves, prefetch in one process, where a pull is a pointer.
+  /// copies cost more than the overlap saves, and in one process whose CPU workers outnumber its
+  /// cores (they keep every core busy, so the overlap buys little and the extra staleness costs
+  /// accuracy); prefetch in one process otherwise, where a pull is a pointer.
   std::string async_pull = "auto";
   float clip_norm = 0;         ///< worker-side gradient clipping (0 = off)
   /// Gradients on the wire: "none", "fp16" or "topk" (error feedback: what a step does not send
@@ -104,10 +106,12 @@ struct topology {
   bool workers_on_scheduler = false;
 };
 
-/// The topology of `job` placed `where`. Throws std::invalid_argument for what the placement
+/// The topology of `job` placed `where`, on a machine whose process may run on `cores` CPUs (0:
+/// this process's, from its CPU affinity). Throws std::invalid_argument for what the placement
 /// cannot do (local aggregation combines the workers of one process: not across nodes).
 /// REQUIRES: validate(job) passed and the model's dims are known.
-topology plan_topology(const job_spec& job, placement where = placement::one_process);
+topology plan_topology(const job_spec& job, placement where = placement::one_process,
+                       int cores = 0);
 
 /// The job's training and test data, loaded once.
 struct job_data {

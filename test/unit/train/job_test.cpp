@@ -114,17 +114,24 @@ TEST(plan_topology, what_stands_in_front_of_the_shards_in_each_mode) {
   job_spec j;
   j.model = {"mlp", 784, 10, {256}};
   j.workers = 4;
-  auto t = plan_topology(j);
+  auto t = plan_topology(j, placement::one_process, 8);
   EXPECT_FALSE(t.barriers);
   EXPECT_FALSE(t.aggregators);
   EXPECT_FALSE(t.push_pull);  // async in one process: a prefetched pull overlaps the compute
   EXPECT_FALSE(t.workers_on_scheduler);
   // Across processes the next weights answer the push: one round trip per shard and step.
-  EXPECT_TRUE(plan_topology(j, placement::cluster).push_pull);
+  EXPECT_TRUE(plan_topology(j, placement::cluster, 8).push_pull);
+  // More computing workers than cores: they keep the cores busy, a prefetch only adds staleness.
+  EXPECT_TRUE(plan_topology(j, placement::one_process, 2).push_pull);
+  EXPECT_FALSE(plan_topology(j, placement::one_process, 4).push_pull);
+  j.simulated_compute_s = 0.001;  // sleeping workers leave the cores free
+  EXPECT_FALSE(plan_topology(j, placement::one_process, 2).push_pull);
+  j.simulated_compute_s = 0;
   j.async_pull = "prefetch";
   EXPECT_FALSE(plan_topology(j, placement::cluster).push_pull);
+  EXPECT_FALSE(plan_topology(j, placement::one_process, 2).push_pull);
   j.async_pull = "with-push";
-  EXPECT_TRUE(plan_topology(j).push_pull);
+  EXPECT_TRUE(plan_topology(j, placement::one_process, 8).push_pull);
   j.async_pull = "auto";
 
   j.mode = "sync";
