@@ -266,8 +266,21 @@ TEST_F(sim_cluster_test, killing_a_ps_node_with_replicas_hands_its_shard_to_its_
     auto r = shard_range(c.data->train.rows, 3, w);
     steps += (r.second - r.first + c.job.batch - 1) / c.job.batch * c.job.epochs;
   }
+  // ... unless one done first took a share of another's epochs not started (a worker slowed by
+  // the kill): each share cuts at most one range of each of the 2 others, a short batch more per
+  // epoch. Every step pushes to both shards once: the shard whose replica took over must count
+  // exactly the steps the untouched one counted, no step lost or applied twice.
+  std::int64_t shares = 0;
+  for (auto& e : cluster->events())
+    if (e.find("walked its rows first and takes") != std::string::npos) ++shares;
   ASSERT_EQ(res.shards.size(), 2u);
-  for (auto& ss : res.shards) EXPECT_EQ(ss.version, steps) << "shard " << ss.shard;
+  EXPECT_EQ(res.shards[0].version, res.shards[1].version);
+  for (auto& ss : res.shards) {
+    EXPECT_GE(ss.version, steps) << "shard " << ss.shard;
+    EXPECT_LE(ss.version, steps + shares * 2 * c.job.epochs) << "shard " << ss.shard;
+  }
+  if (shares == 0)
+    for (auto& ss : res.shards) EXPECT_EQ(ss.version, steps) << "shard " << ss.shard;
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(cluster->worker_outcome(i, 10s).ok) << i;
   EXPECT_TRUE(cluster->ps_outcome(1, 10s).ok);
   auto best = least_squares_mse(c.data->train);
