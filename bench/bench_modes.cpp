@@ -36,9 +36,10 @@ struct run_t {
   std::vector<std::pair<double, double>> ticks;  ///< (seconds, samples)
 };
 
-/// Samples/s over the middle of the run: with a static split of the rows, a slow worker's own
-/// share always finishes last whatever the mode; that tail is a data-assignment effect, so the
-/// steady rate is read while every worker still has rows.
+/// Samples/s over the middle of the run: rows are split evenly at the start, and how the tail
+/// goes is a data-assignment effect (in sync and ssp a slow worker's own share finishes last; in
+/// async finished workers take shares of it), so the steady rate is read while every worker
+/// still has rows; the whole-job rate shows the tail.
 double steady_rate(const std::vector<std::pair<double, double>>& ticks, double total) {
   auto at = [&](double frac) {
     double target = frac * total;
@@ -265,6 +266,21 @@ void modes_table(std::ostringstream& md, const modes_study& st) {
        << late_slices(r) << " |\n";
 }
 
+/// The run of `slow`'s mode and worker count without the straggler, or null.
+const run_t* without_straggler(const modes_study& st, const run_t& slow) {
+  for (auto& r : st.runs)
+    if (r.mode == slow.mode && r.workers == slow.workers) return &r;
+  return nullptr;
+}
+
+/// Samples/s over the whole job of `mode`'s straggler run over its run without it (0: none).
+double whole_ratio(const modes_study& st, const std::string& mode) {
+  for (auto& s : st.slow)
+    if (auto* r = without_straggler(st, s); s.mode == mode && r && r->res.samples_per_s > 0)
+      return s.res.samples_per_s / r->res.samples_per_s;
+  return 0;
+}
+
 /// The straggler table; returns each mode's steady rate with the straggler over without it.
 std::map<std::string, double> straggler_table(std::ostringstream& md, const modes_study& st) {
   md << "\n### With a straggler (worker " << st.sw - 1 << " of " << st.sw << " 4x slower: +"
@@ -274,12 +290,8 @@ std::map<std::string, double> straggler_table(std::ostringstream& md, const mode
      << "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   std::map<std::string, double> ratio;
   for (auto& s : st.slow) {
-    double without = 0, whole = 0;
-    for (auto& r : st.runs)
-      if (r.mode == s.mode && r.workers == s.workers) {
-        without = r.steady;
-        whole = r.res.samples_per_s;
-      }
+    auto* r = without_straggler(st, s);
+    double without = r ? r->steady : 0, whole = r ? r->res.samples_per_s : 0;
     ratio[s.mode] = without > 0 ? s.steady / without : 0;
     md << "| " << s.mode << " | " << fmt(s.steady, 0) << " | " << fmt(without, 0) << " | "
        << fmt(ratio[s.mode], 2) << "x | " << fmt(s.res.samples_per_s, 0) << " | " << fmt(whole, 0)
@@ -326,16 +338,9 @@ void findings(std::ostringstream& md, const modes_options& o, const modes_study&
      << " steps ahead, then they wait too). Goal (>= 0.8x for async and sync+backup, sync drops): "
      << verdict(ratio["async"] >= 0.8 && ratio["sync+backup 1"] >= 0.8 && ratio["sync"] < 0.8)
      << ".\n";
-  auto whole_ratio = [&st](const std::string& mode) {
-    for (auto& s : st.slow)
-      for (auto& r : st.runs)
-        if (s.mode == mode && r.mode == mode && r.workers == s.workers && r.res.samples_per_s > 0)
-          return s.res.samples_per_s / r.res.samples_per_s;
-    return 0.0;
-  };
-  md << "- Over the whole job, tail included, async keeps " << fmt(whole_ratio("async"), 2)
+  md << "- Over the whole job, tail included, async keeps " << fmt(whole_ratio(st, "async"), 2)
      << "x of its throughput without the straggler (the fast workers take shares of its epochs "
-        "not started), sync " << fmt(whole_ratio("sync"), 2) << "x.\n"
+        "not started), sync " << fmt(whole_ratio(st, "sync"), 2) << "x.\n"
      << "- Lowest test accuracy over all runs: " << fmt(min_acc, 4)
      << " (goal >= 0.87: " << verdict(min_acc >= 0.87)
      << "). Async and ssp lose most with many workers: each gradient is "

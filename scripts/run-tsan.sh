@@ -20,7 +20,7 @@ if [ -n "$caf" ]; then
     stall_clock config_defaults sparse compression; do
     tests+=("test/actors/${t}_test")
   done
-  tests+=(test/integration/sim_cluster_test)
+  for t in training ps worker; do tests+=("test/integration/sim_cluster_${t}_test"); done
 fi
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" \

@@ -95,14 +95,15 @@ void validate_data(const data_spec& d) {
   require_at_least<std::int64_t>("data.test_subset", d.test_subset, 0);
 }
 
-}  // namespace
-
+/// The CPUs this process may run on (its affinity mask), or the machine's.
 int usable_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
+
+}  // namespace
 
 topology plan_topology(const job_spec& job, placement where, int cores) {
   if (cores <= 0) cores = usable_cores();
@@ -137,7 +138,7 @@ topology plan_topology(const job_spec& job, placement where, int cores) {
   // processes"), and makes every gradient an update staler.
   // Async in one process with more workers computing than it has cores: the cores are busy with
   // compute anyway, so a prefetched pull buys little overlap (2-5% samples/s here) and makes
-  // every gradient an update staler, which costs accuracy (0.3-0.4 points at 4-8 workers with
+  // every gradient an update staler, which costs accuracy (0.3-0.8 points at 4-8 workers with
   // momentum or Adam: docs/benchmarks.md, staleness), with a straggler too now that finished
   // workers take shares of its epochs (it no longer walks its rows alone at the end, where fresh
   // weights gave it back the full momentum). Sleeping or device compute leaves the cores free.
