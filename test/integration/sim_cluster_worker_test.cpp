@@ -53,33 +53,26 @@ TEST_F(sim_cluster_test, a_sparse_job_across_simulated_nodes_survives_a_killed_w
 
 TEST_F(sim_cluster_test, killing_a_worker_node_mid_run_still_completes_the_job) {
   auto c = make(test::linear_job(3));
-  c.job.eval_every = 0.5;  // the first evaluation tells the test that training is under way
-  auto started = std::make_shared<std::promise<void>>();
-  auto once = std::make_shared<std::once_flag>();
-  c.hooks.on_eval = [started, once](const progress_point&) {
-    std::call_once(*once, [&] { started->set_value(); });
-  };
-  sim_cluster cluster{c};
-  ASSERT_EQ(started->get_future().wait_for(20s), std::future_status::ready);
-  cluster.kill_worker(0);
-  auto res = cluster.wait(25s);
+  auto cluster = start_and_wait_for_training(c);
+  cluster->kill_worker(0);
+  auto res = cluster->wait(25s);
   ASSERT_TRUE(res.ok) << res.error;
   EXPECT_EQ(res.workers_lost, 1);
   // Worker ids follow registration order, not node order: ask the node which id it had.
-  auto killed = cluster.worker_outcome(0, 5s);
+  auto killed = cluster->worker_outcome(0, 5s);
   EXPECT_EQ(killed.message, "killed (fault injection)");
-  EXPECT_TRUE(has_event(cluster.events(), "worker " + std::to_string(killed.index) + " lost"));
+  EXPECT_TRUE(has_event(cluster->events(), "worker " + std::to_string(killed.index) + " lost"));
   // The event says why it went down: the exit reason of its actors (killed), or the loss of its
   // node's link when the node's connection closed before that reason arrived (seen once in CI).
-  EXPECT_TRUE(has_event(cluster.events(), "lost at step")) << "no loss event";
-  for (const auto& e : cluster.events())
+  EXPECT_TRUE(has_event(cluster->events(), "lost at step")) << "no loss event";
+  for (const auto& e : cluster->events())
     if (e.find("lost at step") != std::string::npos) {
       std::cerr << "loss event: " << e << "\n";
       EXPECT_TRUE(e.find("kill") != std::string::npos ||
                   e.find("remote_link_unreachable") != std::string::npos)
           << e;
     }
-  EXPECT_TRUE(cluster.worker_outcome(1, 5s).ok);
+  EXPECT_TRUE(cluster->worker_outcome(1, 5s).ok);
   // Its rows went to another worker: the job still made (at least) its passes over the data.
   EXPECT_GE(res.samples, 6 * 20000 - 3 * 32);
   auto best = least_squares_mse(c.data->train);
