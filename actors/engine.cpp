@@ -8,6 +8,7 @@
 #include <actrain/system.hpp>
 #include "actors/aggregator.hpp"
 #include "actors/barrier.hpp"
+#include "actors/compute_gate.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/shard.hpp"
 #include "actors/worker.hpp"
@@ -87,6 +88,7 @@ worker_config make_worker_config(const job_spec& job, const topology& topo,
   w.window = job.window;
   w.simulated_compute_s = job.simulated_compute_s;
   w.push_pull = topo.push_pull;
+  w.turn_steps = job.turn_steps;
   w.compression = job.compression;
   w.topk_fraction = job.topk_fraction;
   if (std::find(job.stragglers.begin(), job.stragglers.end(), id) != job.stragglers.end()) {
@@ -109,9 +111,15 @@ coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
   for (auto& sc : make_shard_configs(job)) cc.shards.push_back(sys.spawn(shard, std::move(sc)));
   cc.fronts = make_aggregators(sys, job, topo, make_fronts(sys, job, topo, cc.shards));
   auto train = std::shared_ptr<const dataset>(data, &data->train);
+  compute_gate_actor gate;
+  if (topo.compute_slots > 0) gate = sys.spawn(compute_gate, topo.compute_slots);
   for (int w = 0; w < job.workers; ++w) {
     auto wc = make_worker_config(job, topo, train, w);
     wc.source = data->train_source;
+    if (gate) {
+      wc.gate = gate;
+      wc.prefetch = false;
+    }
     cc.workers.push_back(spawn_worker(sys, std::move(wc), !topo.workers_on_scheduler));
   }
   cc.hooks = std::move(hooks);

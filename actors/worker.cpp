@@ -95,6 +95,48 @@ void fetch(self_ptr self, std::int64_t step) {
   for (std::size_t s = 0; s < st.shards.size(); ++s) pull_slice(self, s, step);
 }
 
+/// With a compute gate (worker_config::gate): the weights of `st.step` are pulled once the worker
+/// holds a slot, so no other step than the slot holders' lands between its pull and its push.
+/// Without one: fetch.
+void pull_next(self_ptr self) {
+  auto& st = self->state;
+  if (!st.cfg.gate || st.holding_slot) {
+    fetch(self, st.step);
+    return;
+  }
+  if (st.asking_slot) return;
+  st.asking_slot = true;
+  st.ready = false;  // weights fetched before the slot are not used
+  self->request(st.cfg.gate, caf::infinite, slot_atom::value)
+      .then(
+          [self](bool granted) {
+            auto& st = self->state;
+            st.asking_slot = false;
+            if (!granted) {  // an anonymous ask: cannot happen from a worker; go on ungated
+              st.cfg.gate = nullptr;
+            } else {
+              st.holding_slot = true;
+            }
+            if (!st.stopped) fetch(self, st.step);
+          },
+          [self](caf::error&) {
+            // The gate is gone (its process is shutting down): go on ungated.
+            auto& st = self->state;
+            st.asking_slot = false;
+            st.cfg.gate = nullptr;
+            if (!st.stopped) fetch(self, st.step);
+          });
+}
+
+/// Leaves the compute slot this worker holds (none: nothing).
+void leave_slot(self_ptr self) {
+  auto& st = self->state;
+  st.turn_step = 0;
+  if (!st.holding_slot) return;
+  st.holding_slot = false;
+  self->send(st.cfg.gate, leave_atom::value, slot_atom::value);
+}
+
 /// Shard s answered the oldest push in flight to it.
 void acknowledged(worker_state& st, std::size_t s) {
   st.in_flight[s] -= 1;
@@ -196,6 +238,7 @@ void compute_and_push(self_ptr self) {
     // All assigned work is done; the fetched weights stay ready in case more work arrives. A
     // resumed worker still replaying has not got its whole list yet (it comes in several
     // assignments, and the weights may arrive first): it waits for the rest.
+    leave_slot(self);
     if (st.skip > 0) return;
     if (!st.finished_reported) report(self, true);
     st.finished_reported = true;
@@ -250,7 +293,16 @@ void compute_and_push(self_ptr self) {
     b.download(st.grad.data(), st.dev_grad.data(), st.grad.size());
   }
   if (st.cfg.clip_norm > 0) clip_by_norm(span<float>(st.grad), st.cfg.clip_norm);
+  // A straggler's delay stands for a slower device of its own: it holds no compute slot.
+  if (st.cfg.delay_s > 0 || st.cfg.delay_jitter_s > 0) leave_slot(self);
   straggle(st);
+  // In turn, the next step's weights come with the push while the turn lasts; its last push is
+  // a plain one, and the worker pulls afresh when its next turn comes.
+  bool push_pull = st.cfg.push_pull;
+  if (st.cfg.gate) {
+    push_pull = st.holding_slot && ++st.turn_step < st.cfg.turn_steps;
+    if (!push_pull) st.turn_step = 0;
+  }
   // Uncompressed, the gradient vector becomes one immutable tensor and each shard gets a view of
   // its range: no copy here, and none on a local send; the next step computes into a fresh
   // vector. Compressed, each slice is encoded from the vector, which stays the worker's.
@@ -261,7 +313,7 @@ void compute_and_push(self_ptr self) {
     st.sent_grads.keep(full);
     st.grad = st.sent_grads.take(full.size());  // the model overwrites every value
   }
-  if (st.cfg.push_pull) expect_slices(st, st.step);
+  if (push_pull) expect_slices(st, st.step);
   for (std::size_t s = 0; s < st.shards.size(); ++s) {
     auto b = static_cast<std::size_t>(st.ranges[s].begin);
     auto n = static_cast<std::size_t>(st.ranges[s].end - st.ranges[s].begin);
@@ -274,19 +326,27 @@ void compute_and_push(self_ptr self) {
     st.pending.bytes_sent += payload_bytes(g);
     st.in_flight[s] += 1;
     st.max_in_flight_seen = std::max(st.max_in_flight_seen, st.in_flight[s]);
-    send_push(self, s, st.cfg.push_pull, std::move(g), st.step);
+    send_push(self, s, push_pull, std::move(g), st.step);
   }
+  // After the pushes: the next slot holder's pull reaches each shard behind them, so with one
+  // slot no gradient is stale.
+  if (!push_pull) leave_slot(self);
   st.pending.samples += rows;
   st.pending.loss_sum += ls.loss;
   st.pending.busy_seconds += std::chrono::duration<double>(self->clock().now() - t0).count();
   if (st.step % st.cfg.report_every == 0) report(self, false);
-  if (!st.cfg.prefetch && !st.cfg.push_pull) fetch(self, st.step);
+  if (!st.cfg.prefetch && !push_pull) pull_next(self);
 }
 
 /// Computes the next step when its weights are in and every shard has room for one more push.
 void try_compute(self_ptr self) {
   auto& st = self->state;
   if (st.stopped || !st.ready) return;
+  if (st.cfg.gate && !st.holding_slot) {
+    // Weights pulled before the worker ran out of work and left its slot: pull again in turn.
+    pull_next(self);
+    return;
+  }
   for (auto n : st.in_flight)
     if (n >= st.cfg.window) return;
   compute_and_push(self);
@@ -429,7 +489,7 @@ void arm_watchdog(self_ptr self) {
 void on_watchdog(self_ptr self) {
   auto& st = self->state;
   if (st.stopped) return;
-  bool waiting = (st.fetch_step >= 0 && !st.ready) ||
+  bool waiting = (st.fetch_step >= 0 && !st.ready && !st.asking_slot) ||
                  std::any_of(st.in_flight.begin(), st.in_flight.end(), [](int n) { return n > 0; });
   if (waiting && st.answers == st.answers_at_tick) {
     self->quit(make_error(errc::timeout, "worker " + std::to_string(st.cfg.id) +
@@ -497,7 +557,7 @@ worker_impl::behavior_type worker(worker_impl::stateful_pointer<worker_state> se
         }
         add_work(self, a);
         if (st.fetch_step < st.step)
-          fetch(self, st.step);
+          pull_next(self);
         else
           try_compute(self);
       },

@@ -64,6 +64,9 @@ struct worker_state {
   int max_in_flight_seen = 0;               ///< for tests of back-pressure
   std::int64_t answers = 0;                 ///< shard replies received (watchdog)
   std::int64_t answers_at_tick = -1;        ///< `answers` at the previous watchdog tick
+  bool holding_slot = false;  ///< holds a compute slot of cfg.gate
+  bool asking_slot = false;   ///< has asked cfg.gate for one
+  int turn_step = 0;          ///< steps computed in the turn it holds the slot for
   bool stopped = false;
   bool finished_reported = false;
   std::mt19937_64 rng;

@@ -24,7 +24,11 @@ app_config::app_config() {
       .add<double>("target-accuracy", "stop once test accuracy reaches this (0 = off)")
       .add<double>("eval-every", "evaluate every this many epochs")
       .add<int64_t>("window", "max pushes in flight per shard per worker")
-      .add<str>("async-pull", "async: auto | prefetch | with-push (next weights answer the push)")
+      .add<str>("async-pull",
+                "async: auto | prefetch | with-push (next weights answer the push) | in-turn "
+                "(pull holding a compute slot; one process)")
+      .add<int64_t>("compute-slots", "async-pull in-turn: workers computing at once (0: cores + 1)")
+      .add<int64_t>("turn-steps", "async-pull in-turn: steps a worker computes per turn")
       .add<double>("clip-norm", "worker-side gradient norm clipping (0 = off)")
       .add<int64_t>("seed", "random seed")
       .add<str>("device", "cpu | cuda:N | auto")
@@ -475,6 +479,8 @@ job_spec job_from_config(const app_config& cfg) {
   j.ssp_bound = i32("job.ssp-bound", j.ssp_bound);
   j.late_policy = str("job.late-policy", j.late_policy);
   j.async_pull = str("job.async-pull", j.async_pull);
+  j.compute_slots = i32("job.compute-slots", j.compute_slots);
+  j.turn_steps = i32("job.turn-steps", j.turn_steps);
   for (auto w : get_or(c, "job.stragglers", std::vector<std::int64_t>{}))
     j.stragglers.push_back(static_cast<int>(w));
   j.straggler_delay_s = f64("job.straggler-delay", j.straggler_delay_s);

@@ -59,6 +59,7 @@ std::vector<rule_t> study_rules() {
           {"damped step + corrected", policy("damped", "corrected", 0)},
           {"default rule, prefetched pull", staleness_policy{}, "prefetch"},
           {"default rule, pull with the push", staleness_policy{}, "with-push"},
+          {"default rule, in turn", staleness_policy{}, "in-turn"},
           {"default: damped step + corrected + average", staleness_policy{}}};
 }
 
@@ -248,7 +249,7 @@ part_t run_part(caf::actor_system& sys, const options& o, const std::string& opt
     job.mode = "async";
     p.straggler.push_back(
         run_engine(sys, job, data, study_rules().back().name, sw, p.straggler_delay));
-    job.async_pull = "prefetch";  // at 4 workers on 2 cores the default pulls with the push
+    job.async_pull = "prefetch";  // at 4 workers on 2 cores the default takes turns
     p.straggler.push_back(
         run_engine(sys, job, data, "default rule, prefetched pull", sw, p.straggler_delay));
   }
@@ -359,10 +360,13 @@ std::string report(const options& o, const std::vector<part_t>& parts) {
         "evaluate the shards' weight average over 100 updates (`[staleness] average`, the "
         "default in async jobs), the others the live weights. The default `job.async-pull = "
         "auto` prefetches a worker's next weights during its step while the workers are no "
-        "more than the cores (1 and 2 workers here) and beyond that answers each push with the "
-        "next weights (`with-push`: one update fresher, no overlap; 4 and 8 workers); the rows "
-        "\"default rule, prefetched pull\" and \"default rule, pull with the push\" keep one "
-        "form at every count, and the straggler job runs the default and the prefetched pull. "
+        "more than the cores (1 and 2 workers here) and beyond that lets them take turns "
+        "(`in-turn`: cores + 1 compute slots; a worker pulls once it holds one and computes 8 "
+        "steps, each step's weights the answer to its push; 4 and 8 workers); the rows "
+        "\"default rule, prefetched pull\", \"default rule, pull with the push\" (every "
+        "push answered with the next weights, the OS scheduling the workers) and \"default "
+        "rule, in turn\" keep one form at every count, and the straggler job runs the default "
+        "and the prefetched pull. "
         "In async a worker done with its rows takes a share of the others' epochs not started "
         "(at least 32 batches a share), so a straggler does not walk its own rows alone at the "
         "end. Cells are final test accuracy "

@@ -144,10 +144,21 @@ topology plan_topology(const job_spec& job, placement where, int cores) {
   // weights gave it back the full momentum). Sleeping or device compute leaves the cores free.
   const bool cores_busy =
       job.simulated_compute_s <= 0 && job.device == "cpu" && job.workers > cores;
-  const bool auto_with_push = where == placement::cluster || cores_busy;
+  // There the workers take turns in cores + 1 compute slots (in-turn) rather than pulling with
+  // the push: preempted mid-step by each other, 8 workers on 2 cores push gradients 4 updates
+  // stale on average, against 1 in turn, for the same samples/s (docs/benchmarks.md, staleness).
+  const bool in_turn =
+      job.mode == "async" && !job.local_aggregation && !t.workers_on_scheduler &&
+      (job.async_pull == "in-turn" ||
+       (job.async_pull == "auto" && where == placement::one_process && cores_busy));
+  if (in_turn && where == placement::cluster)
+    throw std::invalid_argument(
+        "job.async-pull=in-turn shares the compute slots of one process; across nodes each worker "
+        "is its own node: use auto or with-push");
+  if (in_turn) t.compute_slots = job.compute_slots > 0 ? job.compute_slots : cores + 1;
   const bool async_with_push =
-      job.mode == "async" &&
-      (job.async_pull == "with-push" || (job.async_pull == "auto" && auto_with_push));
+      job.mode == "async" && !in_turn &&
+      (job.async_pull == "with-push" || (job.async_pull == "auto" && where == placement::cluster));
   t.push_pull =
       job.mode == "sync" || job.local_aggregation || t.workers_on_scheduler || async_with_push;
   return t;
@@ -172,7 +183,9 @@ void validate(const job_spec& job) {
                        std::to_string(job.backup));
   require_at_least("ssp_bound", job.ssp_bound, 0);
   require_one_of("late_policy", job.late_policy, {"drop", "fold"});
-  require_one_of("async_pull", job.async_pull, {"auto", "prefetch", "with-push"});
+  require_one_of("async_pull", job.async_pull, {"auto", "prefetch", "with-push", "in-turn"});
+  require_at_least("compute_slots", job.compute_slots, 0);
+  require_at_least("turn_steps", job.turn_steps, 1);
   if (job.local_aggregation && job.backup > 0)
     fail("backup",
          "must be 0 with local_aggregation (the aggregator waits for every local "

@@ -59,6 +59,13 @@ struct worker_config {
   /// way per shard and step, no prefetch). For sync, where t+1's weights cannot come earlier.
   bool push_pull = false;
   int report_every = 10;  ///< steps between progress reports
+  /// When set, the worker computes only while it holds one of this gate's compute slots: it asks
+  /// for one, pulls its weights once it holds it (`prefetch` and `push_pull` must be false),
+  /// computes `turn_steps` steps (each step's weights the answer to the previous push) and
+  /// leaves the slot after the turn's last push. CPU workers of one process that outnumber its
+  /// cores take turns this way instead of being preempted mid-step (topology::compute_slots).
+  compute_gate_actor gate{};
+  int turn_steps = 8;  ///< with a gate: steps per turn (>= 1)
   /// Deadline for a shard's answer: the worker fails when requests are outstanding and none has
   /// been answered for this long (checked by a watchdog every `timeout`, so within 2x of it).
   std::chrono::milliseconds timeout{60000};

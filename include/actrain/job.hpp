@@ -61,8 +61,20 @@ struct job_spec {
   /// weights, no overlap); "auto": with-push across processes, where a round trip's wake-ups and
   /// copies cost more than the overlap saves, and in one process whose CPU workers outnumber its
   /// cores (they keep every core busy, so the overlap buys little and the extra staleness costs
-  /// accuracy); prefetch in one process otherwise, where a pull is a pointer.
+  /// accuracy); prefetch in one process otherwise, where a pull is a pointer. "in-turn" (one
+  /// process only): a worker pulls its weights once it holds one of the process's compute slots
+  /// (`compute_slots`) and leaves the slot when its gradient is computed, so workers that
+  /// outnumber the cores take turns instead of being preempted mid-step, and a gradient is only
+  /// as stale as the other slot holders' pushes make it. "auto" picks in-turn where it would
+  /// pick with-push in one process (its CPU workers outnumber its cores).
   std::string async_pull = "auto";
+  /// async-pull "in-turn": how many workers may pull and compute at once (0: the usable cores
+  /// + 1, so one worker's pull travels while the cores compute).
+  int compute_slots = 0;
+  /// async-pull "in-turn": steps a worker computes per turn, each step's weights the answer to
+  /// its previous push, before it leaves its slot (and pulls afresh on its next turn). 1: one
+  /// pull per step; 8 costs no samples/s against with-push (docs/benchmarks.md, staleness).
+  int turn_steps = 8;
   float clip_norm = 0;         ///< worker-side gradient clipping (0 = off)
   /// Gradients on the wire: "none", "fp16" or "topk" (error feedback: what a step does not send
   /// stays on the worker and joins later steps); worker_config::compression.
@@ -104,6 +116,9 @@ struct topology {
   /// Workers run on CAF's scheduler (one small-model worker and its shards take turns on a
   /// thread) instead of detached, one thread each.
   bool workers_on_scheduler = false;
+  /// > 0: the workers take turns in this many compute slots (job_spec::async_pull "in-turn"):
+  /// they pull once they hold a slot, neither prefetched nor with the push.
+  int compute_slots = 0;
 };
 
 /// The topology of `job` placed `where`, on a machine whose process may run on `cores` CPUs (0:

@@ -65,5 +65,7 @@ using traffic_atom = caf::atom_constant<caf::atom("traffic")>;
 /// Liveness: a node's beacon -> registrar every node-timeout / 10 (answered: true), the
 /// registrar -> coordinator (node name), and the coordinator to itself (its silence check).
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
+/// A compute slot of one process's CPU workers (compute_gate_actor): asked for, and left.
+using slot_atom = caf::atom_constant<caf::atom("slot")>;
 
 }  // namespace actrain

@@ -101,6 +101,13 @@ using worker_actor =
 /// worker_actor only.
 using worker_impl = worker_actor::extend<caf::reacts_to<watchdog_atom>>;
 
+/// Compute slots shared by the CPU workers of one process (never across nodes): a worker asks
+/// for a slot (slot_atom; answered true once it holds one, in the order asked), pulls its weights
+/// and computes its step holding it, and leaves it (leave_atom, slot_atom) once its step's
+/// gradient is computed. A worker that ends holding or waiting for a slot gives it up.
+using compute_gate_actor = caf::typed_actor<caf::replies_to<slot_atom>::with<bool>,
+                                            caf::reacts_to<leave_atom, slot_atom>>;
+
 /// What a sparse worker is given: the dense shard (or barrier) of its model's dense parameters,
 /// the table's shards (index = table_shard_of), its rows of the training set, how long to run.
 struct sparse_assignment {

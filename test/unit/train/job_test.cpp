@@ -67,6 +67,8 @@ TEST(job_validate, names_each_bad_field) {
   expect_invalid([](job_spec& j) { j.ssp_bound = -1; }, "job.ssp_bound must be >= 0, got -1");
   expect_invalid([](job_spec& j) { j.late_policy = "keep"; }, "job.late_policy");
   expect_invalid([](job_spec& j) { j.async_pull = "eager"; }, "job.async_pull");
+  expect_invalid([](job_spec& j) { j.compute_slots = -1; }, "job.compute_slots must be >= 0, got -1");
+  expect_invalid([](job_spec& j) { j.turn_steps = 0; }, "job.turn_steps must be >= 1, got 0");
   expect_invalid([](job_spec& j) { j.eval_every = 0; }, "job.eval_every must be > 0");
   expect_invalid([](job_spec& j) { j.target_accuracy = 1.5; }, "job.target_accuracy");
   expect_invalid([](job_spec& j) { j.clip_norm = -1; }, "job.clip_norm");
@@ -121,17 +123,32 @@ TEST(plan_topology, what_stands_in_front_of_the_shards_in_each_mode) {
   EXPECT_FALSE(t.workers_on_scheduler);
   // Across processes the next weights answer the push: one round trip per shard and step.
   EXPECT_TRUE(plan_topology(j, placement::cluster, 8).push_pull);
-  // More computing workers than cores: they keep the cores busy, a prefetch only adds staleness.
-  EXPECT_TRUE(plan_topology(j, placement::one_process, 2).push_pull);
-  EXPECT_FALSE(plan_topology(j, placement::one_process, 4).push_pull);
+  EXPECT_EQ(plan_topology(j, placement::cluster, 8).compute_slots, 0);
+  // More computing workers than cores: they take turns in cores + 1 compute slots, pulling once
+  // they hold one (neither prefetched nor with the push).
+  t = plan_topology(j, placement::one_process, 2);
+  EXPECT_EQ(t.compute_slots, 3);
+  EXPECT_FALSE(t.push_pull);
+  EXPECT_EQ(plan_topology(j, placement::one_process, 4).compute_slots, 0);
+  j.compute_slots = 2;
+  EXPECT_EQ(plan_topology(j, placement::one_process, 2).compute_slots, 2);
+  j.compute_slots = 0;
   j.simulated_compute_s = 0.001;  // sleeping workers leave the cores free
+  EXPECT_EQ(plan_topology(j, placement::one_process, 2).compute_slots, 0);
   EXPECT_FALSE(plan_topology(j, placement::one_process, 2).push_pull);
   j.simulated_compute_s = 0;
   j.async_pull = "prefetch";
   EXPECT_FALSE(plan_topology(j, placement::cluster).push_pull);
-  EXPECT_FALSE(plan_topology(j, placement::one_process, 2).push_pull);
+  t = plan_topology(j, placement::one_process, 2);
+  EXPECT_FALSE(t.push_pull);
+  EXPECT_EQ(t.compute_slots, 0);
   j.async_pull = "with-push";
-  EXPECT_TRUE(plan_topology(j, placement::one_process, 8).push_pull);
+  t = plan_topology(j, placement::one_process, 2);
+  EXPECT_TRUE(t.push_pull);
+  EXPECT_EQ(t.compute_slots, 0);
+  j.async_pull = "in-turn";  // asked for: also where the cores outnumber the workers
+  EXPECT_EQ(plan_topology(j, placement::one_process, 8).compute_slots, 9);
+  EXPECT_THROW(plan_topology(j, placement::cluster), std::invalid_argument);
   j.async_pull = "auto";
 
   j.mode = "sync";
