@@ -249,7 +249,7 @@ part_t run_part(caf::actor_system& sys, const options& o, const std::string& opt
     job.mode = "async";
     p.straggler.push_back(
         run_engine(sys, job, data, study_rules().back().name, sw, p.straggler_delay));
-    job.async_pull = "prefetch";  // at 4 workers on 2 cores the default takes turns
+    job.async_pull = "prefetch";  // at 4 workers on 2 cores the default pulls with the push
     p.straggler.push_back(
         run_engine(sys, job, data, "default rule, prefetched pull", sw, p.straggler_delay));
   }
@@ -360,9 +360,11 @@ std::string report(const options& o, const std::vector<part_t>& parts) {
         "evaluate the shards' weight average over 100 updates (`[staleness] average`, the "
         "default in async jobs), the others the live weights. The default `job.async-pull = "
         "auto` prefetches a worker's next weights during its step while the workers are no "
-        "more than the cores (1 and 2 workers here) and beyond that lets them take turns "
-        "(`in-turn`: cores + 1 compute slots; a worker pulls once it holds one and computes 8 "
-        "steps, each step's weights the answer to its push; 4 and 8 workers); the rows "
+        "more than the cores (1 and 2 workers here), beyond that answers each push with the "
+        "next weights (`with-push`: one update fresher, no overlap; 4 workers), and beyond "
+        "twice the cores lets them take turns (`in-turn`: cores + 1 compute slots; a worker "
+        "pulls once it holds one and computes 8 steps, each step's weights the answer to its "
+        "push; 8 workers); the rows "
         "\"default rule, prefetched pull\", \"default rule, pull with the push\" (every "
         "push answered with the next weights, the OS scheduling the workers) and \"default "
         "rule, in turn\" keep one form at every count, and the straggler job runs the default "

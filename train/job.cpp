@@ -144,13 +144,16 @@ topology plan_topology(const job_spec& job, placement where, int cores) {
   // weights gave it back the full momentum). Sleeping or device compute leaves the cores free.
   const bool cores_busy =
       job.simulated_compute_s <= 0 && job.device == "cpu" && job.workers > cores;
-  // There the workers take turns in cores + 1 compute slots (in-turn) rather than pulling with
-  // the push: preempted mid-step by each other, 8 workers on 2 cores push gradients 4 updates
-  // stale on average, against 1 in turn, for the same samples/s (docs/benchmarks.md, staleness).
+  // More than twice as many as the cores take turns in cores + 1 compute slots (in-turn):
+  // preempted mid-step by each other, 8 workers on 2 cores pushed gradients 4 updates stale on
+  // average with the push, 0.8-0.9 points of accuracy below the same workers in turn at the same
+  // samples/s. 4 workers on 2 cores are 1 update stale with the push, and in turn they gained
+  // 0.2 points for 13% fewer samples/s (docs/benchmarks.md, staleness).
   const bool in_turn =
       job.mode == "async" && !job.local_aggregation && !t.workers_on_scheduler &&
-      (job.async_pull == "in-turn" ||
-       (job.async_pull == "auto" && where == placement::one_process && cores_busy));
+      (job.async_pull == "in-turn" || (job.async_pull == "auto" &&
+                                       where == placement::one_process && cores_busy &&
+                                       job.workers > 2 * cores));
   if (in_turn && where == placement::cluster)
     throw std::invalid_argument(
         "job.async-pull=in-turn shares the compute slots of one process; across nodes each worker "
@@ -158,7 +161,8 @@ topology plan_topology(const job_spec& job, placement where, int cores) {
   if (in_turn) t.compute_slots = job.compute_slots > 0 ? job.compute_slots : cores + 1;
   const bool async_with_push =
       job.mode == "async" && !in_turn &&
-      (job.async_pull == "with-push" || (job.async_pull == "auto" && where == placement::cluster));
+      (job.async_pull == "with-push" ||
+       (job.async_pull == "auto" && (where == placement::cluster || cores_busy)));
   t.push_pull =
       job.mode == "sync" || job.local_aggregation || t.workers_on_scheduler || async_with_push;
   return t;

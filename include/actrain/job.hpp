@@ -65,8 +65,8 @@ struct job_spec {
   /// process only): a worker pulls its weights once it holds one of the process's compute slots
   /// (`compute_slots`) and leaves the slot when its gradient is computed, so workers that
   /// outnumber the cores take turns instead of being preempted mid-step, and a gradient is only
-  /// as stale as the other slot holders' pushes make it. "auto" picks in-turn where it would
-  /// pick with-push in one process (its CPU workers outnumber its cores).
+  /// as stale as the other slot holders' pushes make it. "auto" picks in-turn in one process
+  /// whose CPU workers are more than twice its cores (with-push up to that).
   std::string async_pull = "auto";
   /// async-pull "in-turn": how many workers may pull and compute at once (0: the usable cores
   /// + 1, so one worker's pull travels while the cores compute).

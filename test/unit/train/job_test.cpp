@@ -124,26 +124,31 @@ TEST(plan_topology, what_stands_in_front_of_the_shards_in_each_mode) {
   // Across processes the next weights answer the push: one round trip per shard and step.
   EXPECT_TRUE(plan_topology(j, placement::cluster, 8).push_pull);
   EXPECT_EQ(plan_topology(j, placement::cluster, 8).compute_slots, 0);
-  // More computing workers than cores: they take turns in cores + 1 compute slots, pulling once
-  // they hold one (neither prefetched nor with the push).
+  // More computing workers than cores: they keep the cores busy, a prefetch only adds staleness;
+  // the next weights answer the push. More than twice the cores: they take turns in cores + 1
+  // compute slots, pulling once they hold one (neither prefetched nor with the push).
   t = plan_topology(j, placement::one_process, 2);
-  EXPECT_EQ(t.compute_slots, 3);
+  EXPECT_TRUE(t.push_pull);
+  EXPECT_EQ(t.compute_slots, 0);
+  t = plan_topology(j, placement::one_process, 1);
+  EXPECT_EQ(t.compute_slots, 2);
   EXPECT_FALSE(t.push_pull);
   EXPECT_EQ(plan_topology(j, placement::one_process, 4).compute_slots, 0);
-  j.compute_slots = 2;
-  EXPECT_EQ(plan_topology(j, placement::one_process, 2).compute_slots, 2);
+  EXPECT_FALSE(plan_topology(j, placement::one_process, 4).push_pull);
+  j.compute_slots = 5;
+  EXPECT_EQ(plan_topology(j, placement::one_process, 1).compute_slots, 5);
   j.compute_slots = 0;
   j.simulated_compute_s = 0.001;  // sleeping workers leave the cores free
-  EXPECT_EQ(plan_topology(j, placement::one_process, 2).compute_slots, 0);
-  EXPECT_FALSE(plan_topology(j, placement::one_process, 2).push_pull);
+  EXPECT_EQ(plan_topology(j, placement::one_process, 1).compute_slots, 0);
+  EXPECT_FALSE(plan_topology(j, placement::one_process, 1).push_pull);
   j.simulated_compute_s = 0;
   j.async_pull = "prefetch";
   EXPECT_FALSE(plan_topology(j, placement::cluster).push_pull);
-  t = plan_topology(j, placement::one_process, 2);
+  t = plan_topology(j, placement::one_process, 1);
   EXPECT_FALSE(t.push_pull);
   EXPECT_EQ(t.compute_slots, 0);
   j.async_pull = "with-push";
-  t = plan_topology(j, placement::one_process, 2);
+  t = plan_topology(j, placement::one_process, 1);
   EXPECT_TRUE(t.push_pull);
   EXPECT_EQ(t.compute_slots, 0);
   j.async_pull = "in-turn";  // asked for: also where the cores outnumber the workers
