@@ -69,21 +69,9 @@ TEST_F(engine_test, async_linear_regression_4_workers_2_shards_reaches_closed_fo
 
 TEST_F(engine_test, workers_in_turn_on_one_compute_slot_push_no_stale_gradient) {
   // In turn, a worker pulls once it holds a slot and leaves it after its pushes: with one slot
-  // every gradient is computed from the weights every earlier push made, whatever the OS does.
-  // The same job ungated pushes stale gradients (the first test); 4 workers each pull in turn.
-  job_spec job;
-  job.model.kind = "linear";
-  job.data.kind = "synthetic_linear";
-  job.data.rows = 8000;
-  job.data.test_rows = 500;
-  job.data.features = 20;
-  job.workers = 4;
-  job.shards = 2;
-  job.batch = 100;
-  job.epochs = 3;
-  job.eval_every = 100;
-  job.optim.kind = "sgd";
-  job.optim.lr = 0.05f;
+  // every gradient is computed from the weights every earlier push made, whatever the OS does
+  // (with 4 slots the same job pushes stale ones).
+  auto job = test::small_linear_job(4);
   job.async_pull = "in-turn";
   job.compute_slots = 1;
   auto data = std::make_shared<job_data>(load_job_data(job));
@@ -91,11 +79,14 @@ TEST_F(engine_test, workers_in_turn_on_one_compute_slot_push_no_stale_gradient) 
   ASSERT_EQ(plan_topology(job).compute_slots, 1);
   auto res = run_job(*sys, job, data);
   ASSERT_TRUE(res.ok) << res.error;
-  EXPECT_EQ(res.samples, 3 * 8000);
-  const std::int64_t steps = 4 * 3 * (2000 / 100);
-  for (const auto& s : res.shards) EXPECT_EQ(s.pushes, steps) << "shard " << s.shard;
+  EXPECT_EQ(res.samples, 2 * 4000);
+  std::int64_t pushes = 0;
+  for (const auto& s : res.shards) {
+    EXPECT_GE(s.pushes, 4 * 2 * (1000 / 16)) << "shard " << s.shard;
+    pushes += s.pushes;
+  }
   ASSERT_FALSE(res.staleness_histogram.empty());
-  EXPECT_EQ(res.staleness_histogram[0], 2 * steps);  // every push to either shard was fresh
+  EXPECT_EQ(res.staleness_histogram[0], pushes);  // every push to either shard was fresh
   for (std::size_t i = 1; i < res.staleness_histogram.size(); ++i)
     EXPECT_EQ(res.staleness_histogram[i], 0) << "pushes " << i << " updates stale";
 }
