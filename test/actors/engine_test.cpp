@@ -123,7 +123,7 @@ TEST_F(engine_test, async_softmax_fashion_mnist_4_workers_reaches_083) {
 // rows; Adam's own checks are at the end) and the default policy without delay compensation
 // (0.3 and 0.6 points off for SGD and momentum at this size).
 TEST_F(engine_test, one_async_worker_with_delay_compensation_matches_the_reference) {
-  for (std::string kind : {"sgd", "momentum"}) {
+  auto one_worker_mlp = [](const std::string& kind, float lr) {
     job_spec job;
     job.model.kind = "mlp";
     job.model.hidden = {128};  // a step large enough for a detached, prefetching worker
@@ -134,7 +134,11 @@ TEST_F(engine_test, one_async_worker_with_delay_compensation_matches_the_referen
     job.epochs = 3;
     job.eval_every = 1000000;
     job.optim.kind = kind;
-    job.optim.lr = 0.1f;
+    job.optim.lr = lr;
+    return job;
+  };
+  for (std::string kind : {"sgd", "momentum"}) {
+    auto job = one_worker_mlp(kind, 0.1f);
     job.optim.momentum = 0.9f;
     job.staleness.delay_compensation = 2.f;
     job.staleness.average = 0;  // the live weights: the update arithmetic against the reference
@@ -158,17 +162,7 @@ TEST_F(engine_test, one_async_worker_with_delay_compensation_matches_the_referen
   // reference, and one worker answered with the next weights by every push (0 updates stale,
   // live weights) runs the reference's arithmetic. Measured: reference 0.8319, default 0.8415,
   // with the push 0.8319; prefetched with the live weights 0.8063 (the corrected beta1 0.45).
-  job_spec job;
-  job.model.kind = "mlp";
-  job.model.hidden = {128};
-  job.data.kind = "fashion_mnist";
-  job.data.train_subset = 15000;
-  job.workers = 1;
-  job.shards = 2;
-  job.epochs = 3;
-  job.eval_every = 1000000;
-  job.optim.kind = "adam";
-  job.optim.lr = 0.001f;
+  auto job = one_worker_mlp("adam", 0.001f);
   auto data = std::make_shared<job_data>(load_job_data(job));
   fit_model_to_data(job, *data);
   auto ref = reference_train(job, *data);
