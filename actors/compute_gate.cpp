@@ -19,7 +19,6 @@ void pass_on(gate_ptr self) {
     st.waiting.pop_front();
     if (!w.promise.pending()) continue;
     st.held[w.who] += 1;
-    st.granted += 1;
     w.promise.deliver(true);
     return;
   }
@@ -57,7 +56,6 @@ compute_gate_actor::behavior_type compute_gate(gate_ptr self, int slots) {
         if (st.free > 0 && st.waiting.empty()) {
           st.free -= 1;
           st.held[who] += 1;
-          st.granted += 1;
           return true;
         }
         auto promise = self->make_response_promise<bool>();

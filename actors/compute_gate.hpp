@@ -1,7 +1,6 @@
 #pragma once
 // Compute slots for the CPU workers of one process: at most `slots` of them pull and compute at
 // once (compute_gate_actor in include/actrain/protocol/interfaces.hpp).
-#include <cstdint>
 #include <deque>
 #include <map>
 #include <set>
@@ -20,7 +19,6 @@ struct compute_gate_state {
   std::deque<waiter> waiting;                   ///< in the order they asked
   std::map<caf::actor_addr, int> held;          ///< slots per holder
   std::set<caf::actor_addr> monitored;          ///< askers the gate watches for their end
-  std::int64_t granted = 0;                     ///< slots handed out in all (tests)
 };
 
 /// A gate of `slots` (>= 1) compute slots. A slot is granted at once while one is free and no

@@ -88,6 +88,7 @@ worker_config make_worker_config(const job_spec& job, const topology& topo,
   w.window = job.window;
   w.simulated_compute_s = job.simulated_compute_s;
   w.push_pull = topo.push_pull;
+  w.prefetch = topo.compute_slots == 0;  // in turn a worker pulls once it holds a slot
   w.turn_steps = job.turn_steps;
   w.compression = job.compression;
   w.topk_fraction = job.topk_fraction;
@@ -116,10 +117,7 @@ coordinator_config wire_job(caf::actor_system& sys, const job_spec& job,
   for (int w = 0; w < job.workers; ++w) {
     auto wc = make_worker_config(job, topo, train, w);
     wc.source = data->train_source;
-    if (gate) {
-      wc.gate = gate;
-      wc.prefetch = false;
-    }
+    wc.gate = gate;
     cc.workers.push_back(spawn_worker(sys, std::move(wc), !topo.workers_on_scheduler));
   }
   cc.hooks = std::move(hooks);

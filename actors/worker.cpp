@@ -95,6 +95,18 @@ void fetch(self_ptr self, std::int64_t step) {
   for (std::size_t s = 0; s < st.shards.size(); ++s) pull_slice(self, s, step);
 }
 
+/// The gate answered a worker's ask for a slot: granted, or not (an anonymous ask, or the gate is
+/// gone because its process shuts down): then the worker goes on ungated. Either way it pulls.
+void on_slot(self_ptr self, bool granted) {
+  auto& st = self->state;
+  st.asking_slot = false;
+  if (granted)
+    st.holding_slot = true;
+  else
+    st.cfg.gate = nullptr;
+  if (!st.stopped) fetch(self, st.step);
+}
+
 /// With a compute gate (worker_config::gate): the weights of `st.step` are pulled once the worker
 /// holds a slot, so no other step than the slot holders' lands between its pull and its push.
 /// Without one: fetch.
@@ -108,24 +120,8 @@ void pull_next(self_ptr self) {
   st.asking_slot = true;
   st.ready = false;  // weights fetched before the slot are not used
   self->request(st.cfg.gate, caf::infinite, slot_atom::value)
-      .then(
-          [self](bool granted) {
-            auto& st = self->state;
-            st.asking_slot = false;
-            if (!granted) {  // an anonymous ask: cannot happen from a worker; go on ungated
-              st.cfg.gate = nullptr;
-            } else {
-              st.holding_slot = true;
-            }
-            if (!st.stopped) fetch(self, st.step);
-          },
-          [self](caf::error&) {
-            // The gate is gone (its process is shutting down): go on ungated.
-            auto& st = self->state;
-            st.asking_slot = false;
-            st.cfg.gate = nullptr;
-            if (!st.stopped) fetch(self, st.step);
-          });
+      .then([self](bool granted) { on_slot(self, granted); },
+            [self](caf::error&) { on_slot(self, false); });
 }
 
 /// Leaves the compute slot this worker holds (none: nothing).
@@ -299,10 +295,7 @@ void compute_and_push(self_ptr self) {
   // In turn, the next step's weights come with the push while the turn lasts; its last push is
   // a plain one, and the worker pulls afresh when its next turn comes.
   bool push_pull = st.cfg.push_pull;
-  if (st.cfg.gate) {
-    push_pull = st.holding_slot && ++st.turn_step < st.cfg.turn_steps;
-    if (!push_pull) st.turn_step = 0;
-  }
+  if (st.cfg.gate) push_pull = st.holding_slot && ++st.turn_step < st.cfg.turn_steps;
   // Uncompressed, the gradient vector becomes one immutable tensor and each shard gets a view of
   // its range: no copy here, and none on a local send; the next step computes into a fresh
   // vector. Compressed, each slice is encoded from the vector, which stays the worker's.
@@ -329,7 +322,7 @@ void compute_and_push(self_ptr self) {
     send_push(self, s, push_pull, std::move(g), st.step);
   }
   // After the pushes: the next slot holder's pull reaches each shard behind them, so with one
-  // slot no gradient is stale.
+  // slot no gradient is stale. Leaving also starts the next turn's count.
   if (!push_pull) leave_slot(self);
   st.pending.samples += rows;
   st.pending.loss_sum += ls.loss;
