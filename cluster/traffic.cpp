@@ -124,10 +124,12 @@ bool node_scope::alone() {
 
 std::vector<observe::node_traffic> join_traffic(
     const std::map<std::string, std::vector<socket_traffic>>& by_node) {
-  std::map<std::string, std::string> owner;  // local endpoint -> node
+  // A connection is known by both its ends: Linux gives one local port to connections to
+  // different destinations, so "127.0.0.1:40001" alone can be two workers' (one to each ps).
+  std::map<std::pair<std::string, std::string>, std::string> owner;  // (local, peer) -> node
   for (auto& [node, sockets] : by_node)
     for (auto& s : sockets)
-      if (!s.local.empty()) owner[s.local] = node;
+      if (!s.local.empty() && !s.peer.empty()) owner[{s.local, s.peer}] = node;
   std::vector<observe::node_traffic> out;
   for (auto& [node, sockets] : by_node) {
     observe::node_traffic n;
@@ -136,7 +138,7 @@ std::vector<observe::node_traffic> join_traffic(
     for (auto& s : sockets) {
       n.bytes_sent += s.bytes_sent;
       n.bytes_received += s.bytes_received;
-      auto it = s.peer.empty() ? owner.end() : owner.find(s.peer);
+      auto it = s.peer.empty() ? owner.end() : owner.find({s.peer, s.local});
       auto name = it == owner.end() ? std::string("other") : it->second;
       auto& p = peers[name];
       p.peer = name;

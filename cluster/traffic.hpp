@@ -44,7 +44,8 @@ class node_scope {
 };
 
 /// Joins every node's connections (by node name) into bytes per node and per peer: a
-/// connection's peer is the node that reported its far endpoint as a local one, else "other".
+/// connection's peer is the node that reported the same connection from its far end (its local
+/// and peer endpoints swapped), else "other".
 /// Nodes and peers in name order.
 std::vector<observe::node_traffic> join_traffic(
     const std::map<std::string, std::vector<socket_traffic>>& by_node);

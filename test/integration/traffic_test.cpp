@@ -151,6 +151,26 @@ TEST(traffic_join, names_each_connection_s_peer_by_the_node_that_owns_its_far_en
   EXPECT_EQ(nodes[1].peers[1].bytes_received, 700);
 }
 
+// Linux hands one ephemeral port to connections to different destinations: worker-a's link to
+// ps-1 and worker-b's link to ps-2 both leave from :40001. Each ps must still name its own worker.
+TEST(traffic_join, one_local_port_in_two_connections_names_each_by_both_ends) {
+  std::map<std::string, std::vector<socket_traffic>> by_node;
+  by_node["ps-1"] = {{"127.0.0.1:5001", "127.0.0.1:40001", 700, 100}};
+  by_node["ps-2"] = {{"127.0.0.1:5002", "127.0.0.1:40001", 900, 300}};
+  by_node["worker-a"] = {{"127.0.0.1:40001", "127.0.0.1:5001", 100, 700}};
+  by_node["worker-b"] = {{"127.0.0.1:40001", "127.0.0.1:5002", 300, 900}};
+  auto nodes = net::join_traffic(by_node);
+  ASSERT_EQ(nodes.size(), 4u);
+  ASSERT_EQ(nodes[0].peers.size(), 1u);
+  EXPECT_EQ(nodes[0].peers[0].peer, "worker-a");
+  EXPECT_EQ(nodes[0].peers[0].bytes_received, 100);
+  ASSERT_EQ(nodes[1].peers.size(), 1u);
+  EXPECT_EQ(nodes[1].peers[0].peer, "worker-b");
+  EXPECT_EQ(nodes[1].peers[0].bytes_received, 300);
+  ASSERT_EQ(nodes[3].peers.size(), 1u);
+  EXPECT_EQ(nodes[3].peers[0].peer, "ps-2");
+}
+
 TEST(traffic_join, a_report_too_large_or_malformed_is_refused) {
   EXPECT_EQ(net::check_traffic_report({{"127.0.0.1:1", "127.0.0.1:2", 1, 2}}), "");
   std::vector<socket_traffic> many(1025, socket_traffic{"a", "b", 0, 0});
