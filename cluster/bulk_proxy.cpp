@@ -1,6 +1,6 @@
 // The bulk channel's proxy on a worker node (cluster/bulk.hpp): the proxy writes frames, a writer
-// thread finishes what the socket did not take at once, a reader thread turns the answers into
-// messages to the proxy.
+// thread finishes what the socket did not take at once, a reader thread answers each request's
+// sender itself (one thread hand-off less per request than a message to the proxy).
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -20,9 +20,6 @@ namespace actrain::bulk {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-using bulk_weights_atom = caf::atom_constant<caf::atom("bkweights")>;
-using bulk_ack_atom = caf::atom_constant<caf::atom("bkack")>;
-using bulk_error_atom = caf::atom_constant<caf::atom("bkerror")>;
 using bulk_closed_atom = caf::atom_constant<caf::atom("bkclosed")>;
 using bulk_grace_atom = caf::atom_constant<caf::atom("bkgrace")>;
 
@@ -31,8 +28,8 @@ using bulk_grace_atom = caf::atom_constant<caf::atom("bkgrace")>;
 namespace {
 
 /// A proxy's connection: the proxy writes frames without blocking when the socket takes them,
-/// a writer thread finishes what it could not; a reader thread turns replies into messages to
-/// the proxy.
+/// a writer thread finishes what it could not; a reader thread answers the requests, and tells
+/// the proxy when the channel closed.
 class connection : public std::enable_shared_from_this<connection> {
  public:
   connection(caf::actor_system& sys, int fd, std::int64_t max_floats)
@@ -43,6 +40,57 @@ class connection : public std::enable_shared_from_this<connection> {
     proxy_ = std::move(proxy);
     reader_ = std::thread([this] { read_loop(); });
     writer_ = std::thread([this] { write_loop(); });
+  }
+
+  /// Where the answer to a request goes: as a response_promise sends it, but from the reader
+  /// thread (a promise sends through its actor's execution context, which belongs to whichever
+  /// scheduler thread runs the proxy; this enqueues with none, which any thread may do).
+  struct waiting {
+    caf::strong_actor_ptr source;
+    caf::mailbox_element::forwarding_stack stages;
+    caf::message_id mid;
+  };
+
+  /// Remembers who waits for the answer to request `id`; the reader answers it.
+  void expect(std::uint64_t id, caf::response_promise& rp) {
+    std::lock_guard<std::mutex> lk(pending_mtx_);
+    pending_.emplace(id, waiting{rp.source(), rp.stages(), rp.id()});
+  }
+
+  /// Answers request `id` with `msg`, unless it was answered (failed) already.
+  void answer(std::uint64_t id, caf::message msg) {
+    waiting w;
+    {
+      std::lock_guard<std::mutex> lk(pending_mtx_);
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;
+      w = std::move(it->second);
+      pending_.erase(it);
+    }
+    deliver(w, std::move(msg));
+  }
+
+  /// Takes every outstanding request: answered by the caller, or never (a gone node).
+  std::vector<waiting> take_all() {
+    std::lock_guard<std::mutex> lk(pending_mtx_);
+    std::vector<waiting> out;
+    out.reserve(pending_.size());
+    for (auto& kv : pending_) out.push_back(std::move(kv.second));
+    pending_.clear();
+    return out;
+  }
+
+  void deliver(waiting& w, caf::message msg) {
+    auto self = caf::actor_cast<caf::strong_actor_ptr>(proxy_);
+    if (!w.stages.empty()) {
+      auto next = std::move(w.stages.back());
+      w.stages.pop_back();
+      next->enqueue(caf::make_mailbox_element(std::move(w.source), w.mid, std::move(w.stages),
+                                              std::move(msg)),
+                    nullptr);
+    } else if (w.source) {
+      w.source->enqueue(std::move(self), w.mid.response_id(), std::move(msg), nullptr);
+    }
   }
 
   /// Queues `f` (written at once when nothing waits before it and the socket takes it all).
@@ -130,14 +178,21 @@ class connection : public std::enable_shared_from_this<connection> {
         }
         w.values = values.reshape(shape);
         pool.keep(w.values);
-        tell(bulk_weights_atom::value, h.id, std::move(w));
+        if (!w.values.all_finite()) {
+          auto shard = std::to_string(w.shard);
+          answer(h.id, caf::make_message(make_error(
+                           errc::non_finite, "weights of shard " + shard +
+                                                 " from another node hold NaN or infinity")));
+          continue;
+        }
+        answer(h.id, caf::make_message(std::move(w)));
       } else if (k == kind::ack) {
         push_ack a;
         if (parse_meta(sys_, meta, a) || h.floats != 0) {
           why = "a malformed acknowledgement from the ps node";
           break;
         }
-        tell(bulk_ack_atom::value, h.id, a);
+        answer(h.id, caf::make_message(a));
       } else if (k == kind::error) {
         std::uint8_t code = 0;
         std::string text;
@@ -145,7 +200,7 @@ class connection : public std::enable_shared_from_this<connection> {
           why = "a malformed error from the ps node";
           break;
         }
-        tell(bulk_error_atom::value, h.id, code, std::move(text));
+        answer(h.id, caf::make_message(make_error(static_cast<errc>(code), text)));
       } else {
         why = "a frame of kind " + std::to_string(h.kind) + " is no reply";
         break;
@@ -162,6 +217,8 @@ class connection : public std::enable_shared_from_this<connection> {
   int fd_;
   std::int64_t max_floats_;
   caf::actor_addr proxy_;
+  std::mutex pending_mtx_;
+  std::unordered_map<std::uint64_t, waiting> pending_;
   std::mutex mtx_;
   std::condition_variable cv_;
   std::deque<out_frame> queue_;
@@ -231,7 +288,6 @@ struct proxy_state {
   shard_actor remote;
   std::uint32_t shard = 0;
   std::uint64_t next_id = 1;
-  std::unordered_map<std::uint64_t, caf::response_promise> pending;
   std::string where;
   std::string closed;  ///< why the connection closed ("" while it is open)
   bool shard_gone = false;
@@ -241,19 +297,9 @@ struct proxy_state {
 
 using proxy_ptr = caf::stateful_actor<proxy_state>*;
 
-template <class T>
-void finish(proxy_ptr self, std::uint64_t id, T&& x) {
-  auto it = self->state.pending.find(id);
-  if (it == self->state.pending.end()) return;  // not ours, or failed already
-  auto rp = std::move(it->second);
-  self->state.pending.erase(it);
-  rp.deliver(std::forward<T>(x));
-}
-
+/// Fails every outstanding request with `err`.
 void fail_all(proxy_ptr self, const caf::error& err) {
-  auto pending = std::move(self->state.pending);
-  self->state.pending.clear();
-  for (auto& kv : pending) kv.second.deliver(err);
+  for (auto& w : self->state.conn->take_all()) self->state.conn->deliver(w, caf::make_message(err));
 }
 
 template <class... Ts>
@@ -265,7 +311,7 @@ caf::response_promise ask(proxy_ptr self, kind k, tensor values, Ts&... meta) {
     if (!self->state.node_gone) rp.deliver(self->state.gone_with);
     return rp;
   }
-  self->state.pending.emplace(id, rp);
+  self->state.conn->expect(id, rp);  // answered by the reader thread, or failed by the proxy
   if (!self->state.closed.empty()) return rp;  // failed with the rest (see bulk_closed_atom)
   self->state.conn->send(
       make_frame(self->system(), k, self->state.shard, id, std::move(values), meta...));
@@ -306,13 +352,12 @@ caf::behavior bulk_proxy(proxy_ptr self, std::shared_ptr<connection> conn, std::
       // channel closes.
       st.shard_gone = true;
       st.node_gone = dm.reason == caf::exit_reason::remote_link_unreachable;
-      auto pending = std::move(st.pending);
-      st.pending.clear();
+      auto pending = st.conn->take_all();
       st.gone_with = dm.reason && dm.reason.category() == errc_category()
                          ? dm.reason
                          : caf::make_error(caf::sec::request_receiver_down);
       if (!st.node_gone)
-        for (auto& kv : pending) kv.second.deliver(st.gone_with);
+        for (auto& w : pending) st.conn->deliver(w, caf::make_message(st.gone_with));
       st.conn->close();
       return;
     }
@@ -323,19 +368,6 @@ caf::behavior bulk_proxy(proxy_ptr self, std::shared_ptr<connection> conn, std::
       [self](pull_atom, pull_request& r) { return ask(self, kind::pull, tensor(), r); },
       [self](push_atom, gradient& g) { return ask_gradient(self, kind::push, g); },
       [self](push_pull_atom, gradient& g) { return ask_gradient(self, kind::push_pull, g); },
-      [self](bulk_weights_atom, std::uint64_t id, weights& w) {
-        if (!w.values.all_finite()) {
-          finish(self, id,
-                 make_error(errc::non_finite, "weights of shard " + std::to_string(w.shard) +
-                                                  " from another node hold NaN or infinity"));
-          return;
-        }
-        finish(self, id, std::move(w));
-      },
-      [self](bulk_ack_atom, std::uint64_t id, push_ack a) { finish(self, id, a); },
-      [self](bulk_error_atom, std::uint64_t id, std::uint8_t code, std::string& text) {
-        finish(self, id, make_error(static_cast<errc>(code), text));
-      },
       // A ps node that dies resets the channel a moment before its shard's handle goes down
       // over BASP: the proxy waits for that (and then goes down with the shard's reason, so the
       // job treats it as the lost shard it is) for up to `closed_grace`; a channel that closed
