@@ -55,12 +55,13 @@ static_assert(sizeof(header) == 32, "the bulk channel's header is 32 bytes on ev
 std::string check_header(const header& h, std::uint64_t max_floats);
 
 /// A ps node's end: accepts connections on its own port, checks each one's token, and answers
-/// frames for the shards it serves by asking them (a thread per connection, which waits for the
-/// shard's answer and writes it back). Bounded: at most max_connections at once (more are closed
-/// at once), a hello must arrive within hello_timeout.
+/// frames for the shards it serves by asking them: a thread per connection reads requests and
+/// hands them to the shards, and the thread that sends an answer writes it to the socket (no
+/// thread waits for a shard). Bounded: at most max_connections at once (more are closed at
+/// once), 4 requests of a connection at its shards, a hello within hello_timeout.
 class server {
  public:
-  server(caf::actor_system& sys, std::string token, std::chrono::milliseconds request_timeout);
+  server(caf::actor_system& sys, std::string token);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;
@@ -101,7 +102,10 @@ struct endpoint {
 
 /// Connects to `at` and presents the token: an error naming the address and what failed, else
 /// the connected proxy. The proxy is shard_actor to its users: pull, push and push_pull travel
-/// on the bulk channel, in the order users send them; anything else goes to `remote` over BASP.
+/// on the bulk channel, in the order users send them, written from the sender's own thread (the
+/// handle users get is a custom actor that writes requests at once and passes everything else
+/// to the proxy actor behind it); a reader thread hands each answer to its requester. Anything
+/// else goes to `remote` over BASP.
 /// It monitors `remote` and `owner`. When the shard goes down, what is outstanding and what comes
 /// later is answered as the shard's own handle across nodes would: never when its node is gone
 /// (BASP drops such requests; the coordinator, which monitors the shard, acts), with

@@ -101,6 +101,66 @@ std::string write_all(int fd, out_frame& f) {
   return {};
 }
 
+void frame_writer::start() {
+  thread_ = std::thread([this] { write_loop(); });
+}
+
+void frame_writer::send(out_frame f) {
+  std::unique_lock<std::mutex> lk(mtx_);
+  if (stopped_) return;
+  if (queue_.empty()) {
+    auto r = send_some(fd_, f, true);
+    if (r < 0) {
+      lk.unlock();
+      ::shutdown(fd_, SHUT_RDWR);  // the reader reports it
+      return;
+    }
+    f.sent += static_cast<std::size_t>(r);
+    if (f.sent == f.size()) return;
+  }
+  queue_.push_back(std::move(f));
+  cv_.notify_all();
+}
+
+void frame_writer::flush() {
+  std::unique_lock<std::mutex> lk(mtx_);
+  cv_.wait(lk, [this] { return stopped_ || queue_.empty(); });
+}
+
+bool frame_writer::stop() {
+  bool writing = false;
+  {
+    std::lock_guard<std::mutex> lk(mtx_);
+    if (stopped_) return false;
+    stopped_ = true;
+    writing = !queue_.empty();
+    cv_.notify_all();
+  }
+  if (writing) ::shutdown(fd_, SHUT_RDWR);
+  if (thread_.joinable()) thread_.join();
+  return writing;
+}
+
+void frame_writer::write_loop() {
+  std::unique_lock<std::mutex> lk(mtx_);
+  for (;;) {
+    cv_.wait(lk, [this] { return stopped_ || !queue_.empty(); });
+    if (stopped_) return;
+    auto& f = queue_.front();
+    lk.unlock();
+    // Only this thread writes while the queue is not empty, so `f` stays put.
+    auto err = write_all(fd_, f);
+    lk.lock();
+    queue_.pop_front();
+    cv_.notify_all();  // flush() waits for an empty queue
+    if (!err.empty()) {
+      queue_.clear();
+      ::shutdown(fd_, SHUT_RDWR);
+      return;
+    }
+  }
+}
+
 /// Reads a frame's metadata and values (its header read and checked); values land in a buffer
 /// from `pool` (recycled, not zero-filled, when one is free).
 std::string read_body(int fd, const header& h, std::vector<char>& meta, tensor& values,

@@ -7,6 +7,10 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -46,6 +50,37 @@ ssize_t send_some(int fd, out_frame& f, bool dontwait);
 
 /// Writes all of `f`, blocking; "" or why not.
 std::string write_all(int fd, out_frame& f);
+
+/// One socket's outgoing frames, in order, from any thread, without blocking the caller: a frame
+/// is written at once when nothing waits before it and the socket takes it all; the rest goes to
+/// a writer thread. A failed write shuts the socket down (its reader sees the end).
+class frame_writer {
+ public:
+  explicit frame_writer(int fd) : fd_(fd) {}
+  ~frame_writer() { stop(); }
+  frame_writer(const frame_writer&) = delete;
+  frame_writer& operator=(const frame_writer&) = delete;
+
+  void start();
+  /// Queues `f`; dropped once stopped.
+  void send(out_frame f);
+  /// Waits until every queued frame is written, or a write failed, or the writer stopped.
+  void flush();
+  /// No more frames: ends the writer thread (a write stuck on a full socket is unblocked by
+  /// shutting the socket down) and returns whether frames were left unwritten. Once only; later
+  /// calls return false. Does not close the socket.
+  bool stop();
+
+ private:
+  void write_loop();
+
+  int fd_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::deque<out_frame> queue_;
+  bool stopped_ = false;
+  std::thread thread_;
+};
 
 template <class... Ts>
 std::vector<char> serialize_meta(caf::actor_system& sys, Ts&... xs) {

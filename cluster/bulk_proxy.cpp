@@ -39,7 +39,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void start(caf::actor_addr proxy) {
     proxy_ = std::move(proxy);
     reader_ = std::thread([this] { read_loop(); });
-    writer_ = std::thread([this] { write_loop(); });
+    out_.start();
   }
 
   /// Where the answer to a request goes: as a response_promise sends it, but from the reader
@@ -51,10 +51,67 @@ class connection : public std::enable_shared_from_this<connection> {
     caf::message_id mid;
   };
 
-  /// Remembers who waits for the answer to request `id`; the reader answers it.
-  void expect(std::uint64_t id, caf::response_promise& rp) {
+  /// Sends a request on the channel; its answer goes to `w`. As on the shard's own handle: a
+  /// request to a shard that ended on a live node is answered with the reason it ended with, one
+  /// to a shard whose node is gone is never answered; one made after the channel closed waits
+  /// to be failed with the rest. Thread-safe: callers are the handle (in each sender's thread)
+  /// and the proxy.
+  template <class... Ts>
+  void request(kind k, std::uint32_t shard, waiting w, tensor values, Ts&... meta) {
+    std::unique_lock<std::mutex> lk(pending_mtx_);
+    if (shard_gone_ || stopped_) {
+      if (node_gone_) return;
+      // After close() the proxy is ending: answered as a request to an ended actor is.
+      auto err = shard_gone_ ? gone_with_ : caf::make_error(caf::sec::request_receiver_down);
+      lk.unlock();
+      deliver(w, caf::make_message(std::move(err)));
+      return;
+    }
+    auto id = next_id_++;
+    pending_.emplace(id, std::move(w));
+    if (!closed_why_.empty()) return;  // failed with the rest (see bulk_closed_atom)
+    lk.unlock();
+    send(make_frame(sys_, k, shard, id, std::move(values), meta...));
+  }
+
+  /// The shard's handle went down with `reason`: what is outstanding and what comes later is
+  /// answered as the shard's own handle across nodes would (see request()).
+  void shard_went(const caf::error& reason) {
+    std::vector<waiting> pending;
+    caf::error with;
+    {
+      std::lock_guard<std::mutex> lk(pending_mtx_);
+      shard_gone_ = true;
+      node_gone_ = reason == caf::exit_reason::remote_link_unreachable;
+      gone_with_ = reason && reason.category() == errc_category()
+                       ? reason
+                       : caf::make_error(caf::sec::request_receiver_down);
+      with = gone_with_;
+      if (!node_gone_)
+        for (auto& kv : pending_) pending.push_back(std::move(kv.second));
+      pending_.clear();
+    }
+    for (auto& w : pending) deliver(w, caf::make_message(with));
+  }
+
+  /// The channel closed because of `why`: true when the proxy is to fail what is outstanding
+  /// after its grace (it closed first, while the shard's handle is still up).
+  bool closed_for(const std::string& why) {
     std::lock_guard<std::mutex> lk(pending_mtx_);
-    pending_.emplace(id, waiting{rp.source(), rp.stages(), rp.id()});
+    if (!closed_why_.empty() || shard_gone_) return false;
+    closed_why_ = why.empty() ? "closed" : why;
+    return true;
+  }
+
+  /// Why the channel closed ("" while open); empty again never.
+  std::string closed_why() {
+    std::lock_guard<std::mutex> lk(pending_mtx_);
+    return closed_why_;
+  }
+
+  bool shard_gone() {
+    std::lock_guard<std::mutex> lk(pending_mtx_);
+    return shard_gone_;
   }
 
   /// Answers request `id` with `msg`, unless it was answered (failed) already.
@@ -95,37 +152,29 @@ class connection : public std::enable_shared_from_this<connection> {
 
   /// Queues `f` (written at once when nothing waits before it and the socket takes it all).
   void send(out_frame f) {
-    std::unique_lock<std::mutex> lk(mtx_);
-    if (closed_) return;
-    if (queue_.empty()) {
-      auto r = send_some(fd_, f, true);
-      if (r < 0) {
-        lk.unlock();
-        ::shutdown(fd_, SHUT_RDWR);  // the reader reports it
-        return;
-      }
-      f.sent += static_cast<std::size_t>(r);
-      if (f.sent == f.size()) return;
+    {
+      std::lock_guard<std::mutex> lk(mtx_);
+      if (closed_) return;
     }
-    queue_.push_back(std::move(f));
-    cv_.notify_one();
+    out_.send(std::move(f));
   }
 
   /// Ends both threads. Only reads are shut down (that wakes the reader) unless a write is
   /// stuck: the connection stays established, so its counts stay readable until retire()d
   /// sockets close (a shut-down socket soon has no peer address, and no counts, to read).
   void close() {
-    bool writing = false;
     {
       std::lock_guard<std::mutex> lk(mtx_);
       if (closed_) return;
       closed_ = true;
-      writing = !queue_.empty();
-      cv_.notify_all();
     }
-    ::shutdown(fd_, writing ? SHUT_RDWR : SHUT_RD);
+    {
+      std::lock_guard<std::mutex> lk(pending_mtx_);
+      stopped_ = true;
+    }
+    out_.stop();  // shuts the socket down both ways when a write was stuck
+    ::shutdown(fd_, SHUT_RD);
     if (reader_.joinable() && reader_.get_id() != std::this_thread::get_id()) reader_.join();
-    if (writer_.joinable()) writer_.join();
     retire(fd_);
   }
 
@@ -133,24 +182,6 @@ class connection : public std::enable_shared_from_this<connection> {
   template <class... Ts>
   void tell(Ts&&... xs) {
     if (auto p = caf::actor_cast<caf::actor>(proxy_)) caf::anon_send(p, std::forward<Ts>(xs)...);
-  }
-
-  void write_loop() {
-    std::unique_lock<std::mutex> lk(mtx_);
-    for (;;) {
-      cv_.wait(lk, [this] { return closed_ || !queue_.empty(); });
-      if (closed_) return;
-      auto& f = queue_.front();
-      lk.unlock();
-      // Only this thread writes while the queue is not empty, so `f` stays put.
-      auto err = write_all(fd_, f);
-      lk.lock();
-      queue_.pop_front();
-      if (!err.empty()) {
-        ::shutdown(fd_, SHUT_RDWR);
-        return;
-      }
-    }
   }
 
   void read_loop() {
@@ -219,12 +250,16 @@ class connection : public std::enable_shared_from_this<connection> {
   caf::actor_addr proxy_;
   std::mutex pending_mtx_;
   std::unordered_map<std::uint64_t, waiting> pending_;
+  std::uint64_t next_id_ = 1;
+  std::string closed_why_;  ///< why the channel closed ("" while it is open)
+  bool shard_gone_ = false;
+  bool node_gone_ = false;  ///< the shard went with its node: requests stay unanswered
+  bool stopped_ = false;    ///< close() ran: the proxy is ending
+  caf::error gone_with_;    ///< what requests to the gone shard are answered with
   std::mutex mtx_;
-  std::condition_variable cv_;
-  std::deque<out_frame> queue_;
   bool closed_ = false;
+  frame_writer out_{fd_};
   std::thread reader_;
-  std::thread writer_;
 };
 
 /// Connects with a deadline and presents the token; the socket's descriptor, or why not.
@@ -287,12 +322,7 @@ struct proxy_state {
   std::shared_ptr<connection> conn;
   shard_actor remote;
   std::uint32_t shard = 0;
-  std::uint64_t next_id = 1;
   std::string where;
-  std::string closed;  ///< why the connection closed ("" while it is open)
-  bool shard_gone = false;
-  bool node_gone = false;  ///< the shard went with its node: requests stay unanswered
-  caf::error gone_with;    ///< what requests to the gone shard are answered with
 };
 
 using proxy_ptr = caf::stateful_actor<proxy_state>*;
@@ -302,19 +332,12 @@ void fail_all(proxy_ptr self, const caf::error& err) {
   for (auto& w : self->state.conn->take_all()) self->state.conn->deliver(w, caf::make_message(err));
 }
 
+/// A request that reached the proxy itself (sent without the handle's shortcut).
 template <class... Ts>
 caf::response_promise ask(proxy_ptr self, kind k, tensor values, Ts&... meta) {
   auto rp = self->make_response_promise();
-  auto id = self->state.next_id++;
-  if (self->state.shard_gone) {
-    // As on the shard's BASP handle (see the down handler).
-    if (!self->state.node_gone) rp.deliver(self->state.gone_with);
-    return rp;
-  }
-  self->state.conn->expect(id, rp);  // answered by the reader thread, or failed by the proxy
-  if (!self->state.closed.empty()) return rp;  // failed with the rest (see bulk_closed_atom)
-  self->state.conn->send(
-      make_frame(self->system(), k, self->state.shard, id, std::move(values), meta...));
+  self->state.conn->request(k, self->state.shard, {rp.source(), rp.stages(), rp.id()},
+                            std::move(values), meta...);
   return rp;
 }
 
@@ -323,6 +346,61 @@ caf::response_promise ask_gradient(proxy_ptr self, kind k, gradient& g) {
   g.values = tensor();
   return ask(self, k, std::move(values), g);
 }
+
+/// What users hold as the shard: pulls, pushes and push_pulls go on the channel from the
+/// sender's own thread (written at once when the socket takes them), so no scheduler thread is
+/// woken for them; everything else, and every message once the proxy ended, goes to the proxy
+/// actor. A custom actor whose enqueue() is its work, as CAF's own decorators are
+/// (caf/decorator/sequencer.hpp); it goes down with the proxy, with its reason.
+class bulk_handle : public caf::monitorable_actor {
+ public:
+  bulk_handle(caf::actor_config& cfg, std::shared_ptr<connection> conn, std::uint32_t shard,
+              caf::strong_actor_ptr proxy)
+      : caf::monitorable_actor(cfg), conn_(std::move(conn)), shard_(shard),
+        proxy_(std::move(proxy)) {}
+
+  void enqueue(caf::mailbox_element_ptr what, caf::execution_unit* host) override {
+    if (what && what->mid.is_request() && !ended_.load(std::memory_order_acquire) &&
+        shortcut(*what))
+      return;
+    proxy_->enqueue(std::move(what), host);
+  }
+
+  void end(const caf::error& reason) {
+    ended_.store(true, std::memory_order_release);
+    cleanup(caf::error{reason}, nullptr);
+  }
+
+ private:
+  bool shortcut(caf::mailbox_element& e) {
+    auto& m = e.content();
+    if (m.size() != 2 || !m.match_element<caf::atom_value>(0)) return false;
+    auto op = m.get_as<caf::atom_value>(0);
+    connection::waiting w{e.sender, std::move(e.stages), e.mid};
+    if (op == pull_atom::value && m.match_element<pull_request>(1)) {
+      auto r = m.get_as<pull_request>(1);
+      conn_->request(kind::pull, shard_, std::move(w), tensor(), r);
+      return true;
+    }
+    auto k = op == push_atom::value        ? kind::push
+             : op == push_pull_atom::value ? kind::push_pull
+                                           : kind::hello;
+    if (k == kind::hello || !m.match_element<gradient>(1)) {
+      e.stages = std::move(w.stages);
+      return false;
+    }
+    auto g = m.get_as<gradient>(1);  // shares the values' buffer
+    auto values = std::move(g.values);
+    g.values = tensor();
+    conn_->request(k, shard_, std::move(w), std::move(values), g);
+    return true;
+  }
+
+  std::shared_ptr<connection> conn_;
+  std::uint32_t shard_;
+  caf::strong_actor_ptr proxy_;
+  std::atomic<bool> ended_{false};
+};
 
 /// How long a proxy whose channel closed waits for its shard's handle to go down (a dead ps
 /// node's does within milliseconds) before it fails what is outstanding itself.
@@ -350,14 +428,7 @@ caf::behavior bulk_proxy(proxy_ptr self, std::shared_ptr<connection> conn, std::
       // coordinator, which monitors the shard, decides what the job does (fail, fail over, or
       // wait for the ps node and reassign); the proxy stays until its owner goes, and the
       // channel closes.
-      st.shard_gone = true;
-      st.node_gone = dm.reason == caf::exit_reason::remote_link_unreachable;
-      auto pending = st.conn->take_all();
-      st.gone_with = dm.reason && dm.reason.category() == errc_category()
-                         ? dm.reason
-                         : caf::make_error(caf::sec::request_receiver_down);
-      if (!st.node_gone)
-        for (auto& w : pending) st.conn->deliver(w, caf::make_message(st.gone_with));
+      st.conn->shard_went(dm.reason);
       st.conn->close();
       return;
     }
@@ -373,15 +444,14 @@ caf::behavior bulk_proxy(proxy_ptr self, std::shared_ptr<connection> conn, std::
       // job treats it as the lost shard it is) for up to `closed_grace`; a channel that closed
       // while the shard lives fails what is outstanding itself.
       [self](bulk_closed_atom, std::string& why) {
-        if (!self->state.closed.empty() || self->state.shard_gone) return;
-        self->state.closed = why.empty() ? "closed" : why;
-        self->delayed_send(self, closed_grace, bulk_grace_atom::value);
+        if (self->state.conn->closed_for(why))
+          self->delayed_send(self, closed_grace, bulk_grace_atom::value);
       },
       [self](bulk_grace_atom) {
-        if (self->state.shard_gone) return;
+        if (self->state.conn->shard_gone()) return;
         auto err =
             make_error(errc::node_down, "the bulk channel to the ps node at " + self->state.where +
-                                            " closed: " + self->state.closed);
+                                            " closed: " + self->state.conn->closed_why());
         fail_all(self, err);
         self->quit(err);
       },
@@ -408,9 +478,18 @@ caf::expected<shard_actor> spawn_proxy(caf::actor_system& sys, const endpoint& a
   if (!fd) return std::move(fd.error());
   auto conn = std::make_shared<connection>(sys, *fd, floats);
   auto where = at.host + ":" + std::to_string(at.port);
-  auto p = sys.spawn(bulk_proxy, std::move(conn), static_cast<std::uint32_t>(shard),
-                     std::move(remote), std::move(owner), where);
-  return caf::actor_cast<shard_actor>(p);
+  auto index = static_cast<std::uint32_t>(shard);
+  auto p = sys.spawn(bulk_proxy, conn, index, std::move(remote), std::move(owner), where);
+  caf::actor_config cfg;
+  auto handle = caf::make_actor<bulk_handle, caf::strong_actor_ptr>(
+      sys.next_actor_id(), sys.node(), &sys, cfg, std::move(conn), index,
+      caf::actor_cast<caf::strong_actor_ptr>(p));
+  // Users monitor the handle: it goes down with the proxy, with its reason.
+  p->attach_functor([h = caf::actor_cast<caf::actor_addr>(handle)](const caf::error& reason) {
+    if (auto alive = caf::actor_cast<caf::strong_actor_ptr>(h))
+      static_cast<bulk_handle*>(caf::actor_cast<caf::abstract_actor*>(alive))->end(reason);
+  });
+  return caf::actor_cast<shard_actor>(handle);
 }
 
 }  // namespace actrain::bulk

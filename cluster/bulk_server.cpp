@@ -1,5 +1,6 @@
-// The bulk channel's server on a ps node (cluster/bulk.hpp): a thread per connection asks the
-// shard and writes the answer back.
+// The bulk channel's server on a ps node (cluster/bulk.hpp): a thread per connection reads
+// requests and hands them to the shards; each answer is written back from the thread that sends
+// it (through the connection's answer_sink), so no thread waits for a shard.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,12 +19,142 @@ namespace actrain::bulk {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
+namespace {
+
+/// What one connection shares with the answers on their way back: the socket's writer and the
+/// requests the shards have not answered yet.
+struct link : std::enable_shared_from_this<link> {
+  caf::actor_system& sys;
+  int fd;
+  frame_writer out;
+  struct request {
+    std::uint64_t id = 0;      ///< the frame's id, which its answer carries
+    std::uint32_t target = 0;  ///< the shard's index
+    shard_actor shard;
+  };
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::unordered_map<std::uint64_t, request> waiting;  ///< by the CAF request id
+  std::uint64_t next = 1;
+  bool ended = false;
+
+  /// At most this many requests of a connection wait at its shards: a peer that sends faster
+  /// than they answer is read no further until they do.
+  static constexpr std::size_t max_waiting = 4;
+
+  link(caf::actor_system& s, int f) : sys(s), fd(f), out(f) {}
+
+  /// Registers a request; its CAF request id, or 0 once the connection ended.
+  std::uint64_t add(request r) {
+    std::unique_lock<std::mutex> lk(mtx);
+    cv.wait(lk, [this] { return ended || waiting.size() < max_waiting; });
+    if (ended) return 0;
+    auto mid = next++;
+    waiting.emplace(mid, std::move(r));
+    return mid;
+  }
+
+  bool take(std::uint64_t mid, request& r) {
+    std::lock_guard<std::mutex> lk(mtx);
+    auto it = waiting.find(mid);
+    if (it == waiting.end()) return false;
+    r = std::move(it->second);
+    waiting.erase(it);
+    cv.notify_all();
+    return true;
+  }
+
+  void end() {
+    std::lock_guard<std::mutex> lk(mtx);
+    ended = true;
+    cv.notify_all();
+  }
+
+  void answer(const request& r, caf::message& msg);
+};
+
+/// Receives the shards' answers for one connection and writes them to its socket in the
+/// answering thread: a custom actor whose enqueue() is the whole of its work, as CAF's own
+/// decorators are (caf/decorator/sequencer.hpp). Only responses are expected; anything else is
+/// dropped.
+class answer_sink : public caf::monitorable_actor {
+ public:
+  answer_sink(caf::actor_config& cfg, std::shared_ptr<link> l)
+      : caf::monitorable_actor(cfg), link_(std::move(l)) {}
+
+  void enqueue(caf::mailbox_element_ptr what, caf::execution_unit*) override {
+    if (!what || !what->mid.is_response()) return;
+    link::request r;
+    if (!link_->take(what->mid.request_id().integer_value(), r)) return;
+    auto msg = what->move_content_to_message();
+    link_->answer(r, msg);
+  }
+
+ private:
+  std::shared_ptr<link> link_;
+};
+
+caf::strong_actor_ptr make_sink(caf::actor_system& sys, std::shared_ptr<link> l) {
+  caf::actor_config cfg;
+  return caf::make_actor<answer_sink, caf::strong_actor_ptr>(sys.next_actor_id(), sys.node(),
+                                                             &sys, cfg, std::move(l));
+}
+
+/// The frame an error travels in.
+out_frame error_frame(caf::actor_system& sys, const link::request& r, const caf::error& err) {
+  auto [code, text] = error_meta(err);
+  return make_frame(sys, kind::error, r.target, r.id, tensor(), code, text);
+}
+
+void link::answer(const request& r, caf::message& msg) {
+  if (msg.match_elements<weights>()) {
+    auto& w = msg.get_mutable_as<weights>(0);
+    auto vals = std::move(w.values);
+    w.values = tensor();
+    auto shape = vals.shape();
+    // Not kept in a pool: the shard recycles its own snapshots once every reader let go.
+    out.send(make_frame(sys, kind::weights, r.target, r.id, std::move(vals), w, shape));
+  } else if (msg.match_elements<push_ack>()) {
+    auto& a = msg.get_mutable_as<push_ack>(0);
+    out.send(make_frame(sys, kind::ack, r.target, r.id, tensor(), a));
+  } else if (msg.match_elements<caf::error>()) {
+    auto err = msg.get_as<caf::error>(0);
+    if (err != caf::sec::request_receiver_down) {
+      out.send(error_frame(sys, r, err));
+      return;
+    }
+    // The shard was gone: when it went with a stopped or failed job (the coordinator's exit,
+    // sent on another connection than this worker's), answer with its reason, so the worker
+    // learns the job's fate rather than a lost peer. Monitoring a terminated actor delivers its
+    // down message at once; one still in its cleanup sends it when done (bounded by 1 s).
+    auto self = shared_from_this();
+    sys.spawn([self, r, err](caf::event_based_actor* a) -> caf::behavior {
+      a->monitor(r.shard);
+      a->set_down_handler([=](caf::down_msg& dm) {
+        auto reason = dm.reason && dm.reason.category() == errc_category() ? dm.reason : err;
+        self->out.send(error_frame(self->sys, r, reason));
+        a->quit();
+      });
+      return {caf::after(std::chrono::seconds(1)) >> [=] {
+        self->out.send(error_frame(self->sys, r, err));
+        a->quit();
+      }};
+    });
+  } else {
+    out.send(error_frame(sys, r,
+                         make_error(errc::bad_message, "the shard answered with an unexpected "
+                                                       "message: " +
+                                                           to_string(msg))));
+  }
+}
+
+}  // namespace
+
 // -- server ---------------------------------------------------------------------------------------
 
 struct server::impl {
   caf::actor_system& sys;
   std::string token;
-  std::chrono::milliseconds timeout;
   std::chrono::milliseconds hello_timeout{10000};
   asio::io_context io;
   tcp::acceptor acceptor{io};
@@ -42,8 +173,8 @@ struct server::impl {
   std::list<connection> connections;
   bool stopping = false;
 
-  impl(caf::actor_system& s, std::string t, std::chrono::milliseconds to)
-      : sys(s), token(std::move(t)), timeout(to) {}
+  impl(caf::actor_system& s, std::string t)
+      : sys(s), token(std::move(t)) {}
 
   bool find(std::uint32_t index, target& out) {
     std::lock_guard<std::mutex> lk(mtx);
@@ -134,12 +265,15 @@ struct server::impl {
   /// counts stay readable), false when this side dropped it.
   bool serve_connection(int fd) {
     if (!greet(fd)) return false;
-    caf::scoped_actor self{sys};
-    tensor_pool pool(4);
+    auto l = std::make_shared<link>(sys, fd);
+    l->out.start();
+    auto sink = make_sink(sys, l);
+    tensor_pool pool(link::max_waiting + 2);
     std::vector<char> meta;
+    bool by_peer = true;
     for (;;) {
       header h;
-      if (!read_exact(fd, &h, sizeof h).empty()) return true;
+      if (!read_exact(fd, &h, sizeof h).empty()) break;
       target t;
       bool known = find(h.target, t);
       auto max = known && (h.kind == static_cast<std::uint8_t>(kind::push) ||
@@ -156,95 +290,56 @@ struct server::impl {
           h.floats != static_cast<std::uint64_t>(t.floats))
         why = "shard " + std::to_string(h.target) + " expects " + std::to_string(t.floats) +
               " gradient values, the frame holds " + std::to_string(h.floats);
-      if (!why.empty()) {
-        // A misbehaving peer: say why, then drop the connection (its stream cannot be trusted).
-        reply_error(fd, h.id, h.target, errc::bad_message, "bulk channel: " + why);
-        return false;
+      if (why.empty()) {
+        tensor values;
+        if (!read_body(fd, h, meta, values, pool).empty()) break;
+        why = ask(*l, sink, t, h, meta, std::move(values), pool);
+        if (why.empty()) continue;
       }
-      tensor values;
-      if (!read_body(fd, h, meta, values, pool).empty()) return true;
-      out_frame answer;
-      bool sound = answer_request(self, t, h, meta, std::move(values), pool, answer);
-      if (!reply(fd, std::move(answer))) return true;
-      if (!sound) {
-        linger(fd);
-        return false;
-      }
+      // A misbehaving peer: say why, then drop the connection (its stream cannot be trusted).
+      l->out.send(error_frame(sys, link::request{h.id, h.target, {}},
+                              make_error(errc::bad_message, "bulk channel: " + why)));
+      l->out.flush();
+      linger(fd);
+      by_peer = false;
+      break;
     }
+    l->end();
+    l->out.stop();
+    // Who monitored the sink (none of actrain's shards do) learns that the requester is gone.
+    static_cast<answer_sink*>(caf::actor_cast<caf::abstract_actor*>(sink))
+        ->cleanup(caf::exit_reason::normal, nullptr);
+    return by_peer;
   }
 
-  /// What a request that failed with `err` answers: when its target was gone (a stopped or
-  /// failed job's exit, sent by the coordinator on another connection than this worker's), the
-  /// reason the target ended with, so the worker learns the job's fate rather than a lost peer.
-  /// Monitoring a terminated actor delivers its down message at once; one still in its cleanup
-  /// sends it when done (bounded by 1 s).
-  caf::error ended_with(caf::scoped_actor& self, const target& t, const caf::error& err) {
-    if (err != caf::sec::request_receiver_down) return err;
-    caf::error reason = err;
-    const auto addr = t.shard.address();
-    self->monitor(t.shard);
-    bool done = false, seen = false;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (!done) {
-      auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= decltype(left)::zero()) break;
-      self->receive(
-          [&](caf::down_msg& dm) {
-            if (dm.source != addr) return;
-            done = seen = true;
-            if (dm.reason && dm.reason.category() == errc_category()) reason = dm.reason;
-          },
-          caf::after(std::chrono::duration_cast<caf::timespan>(left)) >> [&] { done = true; });
-    }
-    if (!seen) self->demonitor(addr);
-    return reason;
-  }
-
-  /// Asks the shard and makes the reply; false when the frame's metadata is malformed (the
-  /// reply says so, and the connection is dropped after it).
-  bool answer_request(caf::scoped_actor& self, const target& t, const header& h,
-                      const std::vector<char>& meta, tensor values, tensor_pool& pool,
-                      out_frame& out) {
-    auto fail = [&](const caf::error& err) {
-      auto [code, text] = error_meta(ended_with(self, t, err));
-      out = make_frame(sys, kind::error, h.target, h.id, tensor(), code, text);
-    };
-    auto give_weights = [&](weights& w) {
-      auto vals = std::move(w.values);
-      w.values = tensor();
-      auto shape = vals.shape();
-      // Not kept in `pool`: the shard recycles its own snapshots once every reader let go.
-      out = make_frame(sys, kind::weights, h.target, h.id, std::move(vals), w, shape);
-    };
+  /// Hands a request to its shard, the sink to answer; "" or why the frame's metadata is
+  /// malformed.
+  std::string ask(link& l, const caf::strong_actor_ptr& sink, const target& t, const header& h,
+                  const std::vector<char>& meta, tensor values, tensor_pool& pool) {
+    caf::message msg;
     if (h.kind == static_cast<std::uint8_t>(kind::pull)) {
       pull_request r;
-      if (auto err = parse_meta(sys, meta, r)) {
-        fail(make_error(errc::bad_message,
-                        "bulk channel: a malformed pull: " + describe_error(err)));
-        return false;
-      }
-      self->request(t.shard, timeout, pull_atom::value, r).receive(give_weights, fail);
-      return true;
-    }
-    gradient g;
-    auto err = parse_meta(sys, meta, g);
-    if (err || !g.values.empty() || g.transfer != 0) {
-      fail(make_error(errc::bad_message, "bulk channel: a malformed gradient" +
-                                             (err ? ": " + describe_error(err) : "")));
-      return false;
-    }
-    g.values = values;
-    pool.keep(std::move(values));  // its buffer comes back once the shard let go of it
-    if (h.kind == static_cast<std::uint8_t>(kind::push)) {
-      self->request(t.shard, timeout, push_atom::value, std::move(g))
-          .receive(
-              [&](push_ack& a) { out = make_frame(sys, kind::ack, h.target, h.id, tensor(), a); },
-              fail);
+      if (auto err = parse_meta(sys, meta, r)) return "a malformed pull: " + describe_error(err);
+      msg = caf::make_message(pull_atom::value, r);
     } else {
-      self->request(t.shard, timeout, push_pull_atom::value, std::move(g))
-          .receive(give_weights, fail);
+      gradient g;
+      auto err = parse_meta(sys, meta, g);
+      if (err || !g.values.empty() || g.transfer != 0)
+        return "a malformed gradient" + (err ? ": " + describe_error(err) : std::string());
+      g.values = values;
+      pool.keep(std::move(values));  // its buffer comes back once the shard let go of it
+      if (h.kind == static_cast<std::uint8_t>(kind::push))
+        msg = caf::make_message(push_atom::value, std::move(g));
+      else
+        msg = caf::make_message(push_pull_atom::value, std::move(g));
     }
-    return true;
+    auto mid = l.add(link::request{h.id, h.target, t.shard});
+    if (mid == 0) return {};  // the connection ended meanwhile
+    // As request() sends it, from no actor's context (any thread may): the shard's answer goes
+    // to the sink, whose enqueue() writes it.
+    caf::actor_cast<caf::strong_actor_ptr>(t.shard)->enqueue(sink, caf::make_message_id(mid),
+                                                             std::move(msg), nullptr);
+    return {};
   }
 
   void stop() {
@@ -271,8 +366,8 @@ struct server::impl {
   }
 };
 
-server::server(caf::actor_system& sys, std::string token, std::chrono::milliseconds timeout)
-    : impl_(std::make_shared<impl>(sys, std::move(token), timeout)) {}
+server::server(caf::actor_system& sys, std::string token)
+    : impl_(std::make_shared<impl>(sys, std::move(token))) {}
 
 server::~server() {
   stop();

@@ -102,7 +102,7 @@ struct bulk_channel_test : ::testing::Test {
     sys = std::make_unique<caf::actor_system>(cfg);
     self = std::make_unique<caf::scoped_actor>(*sys);
     shard = sys->spawn(echo_shard, slice, seen);
-    server = std::make_unique<bulk::server>(*sys, "secret", 10s);
+    server = std::make_unique<bulk::server>(*sys, "secret");
     server->hello_timeout = 2s;
     auto p = server->listen("127.0.0.1", 0);
     EXPECT_TRUE(p) << describe_error(p.error());
@@ -181,6 +181,58 @@ TEST_F(bulk_channel_test, requests_reach_the_shard_in_the_order_they_were_sent) 
   ASSERT_EQ(seen->steps.size(), static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) EXPECT_EQ(seen->steps[i], i);
   caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+}
+
+struct holding_state {
+  std::vector<caf::typed_response_promise<weights>> held;
+};
+
+/// A shard that holds each pull until the next push arrives, as a sync barrier holds a worker's
+/// pull until its step is complete.
+shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_state> self,
+                                         std::int64_t n) {
+  return {
+      [self](pull_atom, const pull_request&) -> caf::result<weights> {
+        self->state.held.push_back(self->make_response_promise<weights>());
+        return self->state.held.back();
+      },
+      [self, n](push_atom, const gradient& g) -> caf::result<push_ack> {
+        for (auto& rp : self->state.held) rp.deliver(weights{3, g.step + 1, ramp(n, 1.f)});
+        self->state.held.clear();
+        return push_ack{g.step + 1, 0, true};
+      },
+      [](push_pull_atom, const gradient&) -> caf::result<weights> {
+        return make_error(errc::bad_message, "not used");
+      },
+      [](stats_atom) { return shard_stats{}; },
+      [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
+      [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
+      [](leave_atom, std::int32_t, bool) {},
+  };
+}
+
+// The ps node's thread hands requests to the shard and reads on: a request the shard holds does
+// not hold the ones behind it on the same connection (a thread that waited for each answer
+// would never read the push that releases the pull).
+TEST_F(bulk_channel_test, a_request_the_shard_holds_does_not_hold_the_next_one) {
+  auto holder = sys->spawn(holding_shard, slice);
+  server->serve(4, holder, slice);
+  auto made = bulk::spawn_proxy(*sys, at(), 4, slice, holder, caf::actor{});
+  ASSERT_TRUE(made) << describe_error(made.error());
+  auto p = *made;
+  (*self)->send(p, pull_atom::value, pull_request{1, 0});
+  (*self)->send(p, push_atom::value, grad(0, ramp(slice, 0.f)));
+  bool got_weights = false, got_ack = false;
+  for (int i = 0; i < 2; ++i)
+    (*self)->receive(
+        [&](weights& w) { got_weights = w.version == 1 && same(w.values, ramp(slice, 1.f)); },
+        [&](push_ack& a) { got_ack = a.version == 1; },
+        [&](caf::error& e) { ADD_FAILURE() << describe_error(e); },
+        caf::after(10s) >> [&] { ADD_FAILURE() << "no answer within 10 s"; });
+  EXPECT_TRUE(got_weights);
+  EXPECT_TRUE(got_ack);
+  caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(holder, caf::exit_reason::kill);
 }
 
 TEST_F(bulk_channel_test, a_wrong_token_is_refused_by_name) {
