@@ -94,6 +94,41 @@ class answer_sink : public caf::monitorable_actor {
   std::shared_ptr<link> link_;
 };
 
+/// Runs the shard a connection thread hands a request to on that thread, which is awake and has
+/// the request's values in its cache, instead of waking a scheduler thread for it. CAF resumes an
+/// actor on the execution unit its enqueuer passes when the message wakes it (only one unit
+/// resumes an actor at a time), as its own scheduler workers do: this unit mirrors their loop
+/// for that one actor (caf/scheduler/worker.hpp). Actors the shard wakes in turn go to the
+/// scheduler, so the thread is back to reading within one resume of the shard (at most the
+/// scheduler's max-throughput messages).
+class inline_unit : public caf::execution_unit {
+ public:
+  explicit inline_unit(caf::actor_system& sys) : caf::execution_unit(&sys) {}
+
+  void exec_later(caf::resumable* job) override {
+    auto& sched = system().scheduler();
+    if (running_) {
+      sched.enqueue(job);  // keeps the reference the enqueue took
+      return;
+    }
+    running_ = true;
+    switch (job->resume(this, sched.max_throughput())) {
+      case caf::resumable::resume_later:
+        sched.enqueue(job);  // more in its mailbox: the scheduler goes on, with the reference
+        break;
+      case caf::resumable::done:
+      case caf::resumable::awaiting_message:
+      case caf::resumable::shutdown_execution_unit:
+        intrusive_ptr_release(job);
+        break;
+    }
+    running_ = false;
+  }
+
+ private:
+  bool running_ = false;
+};
+
 caf::strong_actor_ptr make_sink(caf::actor_system& sys, std::shared_ptr<link> l) {
   caf::actor_config cfg;
   return caf::make_actor<answer_sink, caf::strong_actor_ptr>(sys.next_actor_id(), sys.node(),
@@ -268,6 +303,7 @@ struct server::impl {
     auto l = std::make_shared<link>(sys, fd);
     l->out.start();
     auto sink = make_sink(sys, l);
+    inline_unit unit{sys};
     tensor_pool pool(link::max_waiting + 2);
     std::vector<char> meta;
     bool by_peer = true;
@@ -293,7 +329,7 @@ struct server::impl {
       if (why.empty()) {
         tensor values;
         if (!read_body(fd, h, meta, values, pool).empty()) break;
-        why = ask(*l, sink, t, h, meta, std::move(values), pool);
+        why = ask(*l, sink, unit, t, h, meta, std::move(values), pool);
         if (why.empty()) continue;
       }
       // A misbehaving peer: say why, then drop the connection (its stream cannot be trusted).
@@ -314,8 +350,9 @@ struct server::impl {
 
   /// Hands a request to its shard, the sink to answer; "" or why the frame's metadata is
   /// malformed.
-  std::string ask(link& l, const caf::strong_actor_ptr& sink, const target& t, const header& h,
-                  const std::vector<char>& meta, tensor values, tensor_pool& pool) {
+  std::string ask(link& l, const caf::strong_actor_ptr& sink, inline_unit& unit, const target& t,
+                  const header& h, const std::vector<char>& meta, tensor values,
+                  tensor_pool& pool) {
     caf::message msg;
     if (h.kind == static_cast<std::uint8_t>(kind::pull)) {
       pull_request r;
@@ -335,10 +372,10 @@ struct server::impl {
     }
     auto mid = l.add(link::request{h.id, h.target, t.shard});
     if (mid == 0) return {};  // the connection ended meanwhile
-    // As request() sends it, from no actor's context (any thread may): the shard's answer goes
-    // to the sink, whose enqueue() writes it.
+    // As request() sends it: the shard's answer goes to the sink, whose enqueue() writes it. A
+    // shard this wakes runs here, on `unit`.
     caf::actor_cast<caf::strong_actor_ptr>(t.shard)->enqueue(sink, caf::make_message_id(mid),
-                                                             std::move(msg), nullptr);
+                                                             std::move(msg), &unit);
     return {};
   }
 
