@@ -127,7 +127,7 @@ struct bulk_sinks {
   bulk::server srv;
   std::vector<caf::actor> sinks;
   std::uint16_t port = 0;
-  explicit bulk_sinks(caf::actor_system& sys) : srv(sys, "bench") {
+  explicit bulk_sinks(caf::actor_system& sys) : srv(sys, "bench", std::chrono::seconds(30)) {
     auto p = srv.listen("127.0.0.1", 0);
     if (!p) return;
     port = *p;

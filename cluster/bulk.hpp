@@ -57,11 +57,13 @@ std::string check_header(const header& h, std::uint64_t max_floats);
 /// A ps node's end: accepts connections on its own port, checks each one's token, and answers
 /// frames for the shards it serves by asking them: a thread per connection reads requests and
 /// hands them to the shards, and the thread that sends an answer writes it to the socket (no
-/// thread waits for a shard). Bounded: at most max_connections at once (more are closed at
-/// once), 4 requests of a connection at its shards, a hello within hello_timeout.
+/// thread waits for a shard). A request its shard has not answered within `request_timeout` is
+/// answered with caf.request_timeout. Bounded: at most max_connections at once (more are closed
+/// at once), 4 requests of a connection at its shards and 4 answers at its writer, a hello
+/// within hello_timeout.
 class server {
  public:
-  server(caf::actor_system& sys, std::string token);
+  server(caf::actor_system& sys, std::string token, std::chrono::milliseconds request_timeout);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;

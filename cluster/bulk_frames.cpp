@@ -111,8 +111,8 @@ void frame_writer::send(out_frame f) {
   if (queue_.empty()) {
     auto r = send_some(fd_, f, true);
     if (r < 0) {
-      lk.unlock();
-      ::shutdown(fd_, SHUT_RDWR);  // the reader reports it
+      // The reader reports it. Under the lock: once stopped, the descriptor may be retired.
+      ::shutdown(fd_, SHUT_RDWR);
       return;
     }
     f.sent += static_cast<std::size_t>(r);
@@ -120,6 +120,11 @@ void frame_writer::send(out_frame f) {
   }
   queue_.push_back(std::move(f));
   cv_.notify_all();
+}
+
+void frame_writer::wait_below(std::size_t n) {
+  std::unique_lock<std::mutex> lk(mtx_);
+  cv_.wait(lk, [this, n] { return stopped_ || queue_.size() < n; });
 }
 
 void frame_writer::flush() {

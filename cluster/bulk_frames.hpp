@@ -66,6 +66,9 @@ class frame_writer {
   void send(out_frame f);
   /// Waits until every queued frame is written, or a write failed, or the writer stopped.
   void flush();
+  /// Waits until fewer than `n` frames wait for the writer thread (or it stopped): a peer that
+  /// does not read holds its writer here rather than in memory.
+  void wait_below(std::size_t n);
   /// No more frames: ends the writer thread (a write stuck on a full socket is unblocked by
   /// shutting the socket down) and returns whether frames were left unwritten. Once only; later
   /// calls return false. Does not close the socket.

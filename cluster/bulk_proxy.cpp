@@ -38,8 +38,16 @@ class connection : public std::enable_shared_from_this<connection> {
 
   void start(caf::actor_addr proxy) {
     proxy_ = std::move(proxy);
-    reader_ = std::thread([this] { read_loop(); });
+    // The reader holds the connection: an answer it delivers can drop the last reference to
+    // the proxy (and so to this connection) on this very thread.
+    reader_ = std::thread([self = shared_from_this()] { self->read_loop(); });
     out_.start();
+  }
+
+  /// Who answers: the handle users sent their requests to.
+  void answer_as(caf::actor_addr handle) {
+    std::lock_guard<std::mutex> lk(pending_mtx_);
+    answerer_ = std::move(handle);
   }
 
   /// Where the answer to a request goes: as a response_promise sends it, but from the reader
@@ -127,9 +135,11 @@ class connection : public std::enable_shared_from_this<connection> {
     deliver(w, std::move(msg));
   }
 
-  /// Takes every outstanding request: answered by the caller, or never (a gone node).
-  std::vector<waiting> take_all() {
+  /// Takes every outstanding request, to be failed by the caller; requests after it are
+  /// answered as a request to an ended actor is (the proxy is ending).
+  std::vector<waiting> stop_and_take() {
     std::lock_guard<std::mutex> lk(pending_mtx_);
+    stopped_ = true;
     std::vector<waiting> out;
     out.reserve(pending_.size());
     for (auto& kv : pending_) out.push_back(std::move(kv.second));
@@ -138,7 +148,12 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   void deliver(waiting& w, caf::message msg) {
-    auto self = caf::actor_cast<caf::strong_actor_ptr>(proxy_);
+    caf::actor_addr answerer;
+    {
+      std::lock_guard<std::mutex> lk(pending_mtx_);
+      answerer = answerer_ ? answerer_ : proxy_;
+    }
+    auto self = caf::actor_cast<caf::strong_actor_ptr>(answerer);
     if (!w.stages.empty()) {
       auto next = std::move(w.stages.back());
       w.stages.pop_back();
@@ -174,7 +189,12 @@ class connection : public std::enable_shared_from_this<connection> {
     }
     out_.stop();  // shuts the socket down both ways when a write was stuck
     ::shutdown(fd_, SHUT_RD);
-    if (reader_.joinable() && reader_.get_id() != std::this_thread::get_id()) reader_.join();
+    if (reader_.joinable()) {
+      if (reader_.get_id() == std::this_thread::get_id())
+        reader_.detach();  // the reader itself lets go of the connection: it ends right after
+      else
+        reader_.join();
+    }
     retire(fd_);
   }
 
@@ -250,6 +270,7 @@ class connection : public std::enable_shared_from_this<connection> {
   caf::actor_addr proxy_;
   std::mutex pending_mtx_;
   std::unordered_map<std::uint64_t, waiting> pending_;
+  caf::actor_addr answerer_;
   std::uint64_t next_id_ = 1;
   std::string closed_why_;  ///< why the channel closed ("" while it is open)
   bool shard_gone_ = false;
@@ -327,9 +348,10 @@ struct proxy_state {
 
 using proxy_ptr = caf::stateful_actor<proxy_state>*;
 
-/// Fails every outstanding request with `err`.
+/// Fails every outstanding request with `err`; the proxy is ending.
 void fail_all(proxy_ptr self, const caf::error& err) {
-  for (auto& w : self->state.conn->take_all()) self->state.conn->deliver(w, caf::make_message(err));
+  for (auto& w : self->state.conn->stop_and_take())
+    self->state.conn->deliver(w, caf::make_message(err));
 }
 
 /// A request that reached the proxy itself (sent without the handle's shortcut).
@@ -360,7 +382,8 @@ class bulk_handle : public caf::monitorable_actor {
         proxy_(std::move(proxy)) {}
 
   void enqueue(caf::mailbox_element_ptr what, caf::execution_unit* host) override {
-    if (what && what->mid.is_request() && !ended_.load(std::memory_order_acquire) &&
+    // Requests and plain sends alike, so both keep the order they were sent in.
+    if (what && !what->mid.is_response() && !ended_.load(std::memory_order_acquire) &&
         shortcut(*what))
       return;
     proxy_->enqueue(std::move(what), host);
@@ -369,6 +392,12 @@ class bulk_handle : public caf::monitorable_actor {
   void end(const caf::error& reason) {
     ended_.store(true, std::memory_order_release);
     cleanup(caf::error{reason}, nullptr);
+  }
+
+  void on_destroy() override {
+    // Dropped by its users while the proxy lives: monitors learn it, as of any actor.
+    if (!ended_.exchange(true)) cleanup(caf::exit_reason::unreachable, nullptr);
+    caf::monitorable_actor::on_destroy();
   }
 
  private:
@@ -482,8 +511,9 @@ caf::expected<shard_actor> spawn_proxy(caf::actor_system& sys, const endpoint& a
   auto p = sys.spawn(bulk_proxy, conn, index, std::move(remote), std::move(owner), where);
   caf::actor_config cfg;
   auto handle = caf::make_actor<bulk_handle, caf::strong_actor_ptr>(
-      sys.next_actor_id(), sys.node(), &sys, cfg, std::move(conn), index,
+      sys.next_actor_id(), sys.node(), &sys, cfg, conn, index,
       caf::actor_cast<caf::strong_actor_ptr>(p));
+  conn->answer_as(caf::actor_cast<caf::actor_addr>(handle));
   // Users monitor the handle: it goes down with the proxy, with its reason.
   p->attach_functor([h = caf::actor_cast<caf::actor_addr>(handle)](const caf::error& reason) {
     if (auto alive = caf::actor_cast<caf::strong_actor_ptr>(h))

@@ -1,13 +1,16 @@
 // The bulk channel's server on a ps node (cluster/bulk.hpp): a thread per connection reads
 // requests and hands them to the shards; each answer is written back from the thread that sends
 // it (through the connection's answer_sink), so no thread waits for a shard.
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <list>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include <openssl/crypto.h>
 #include <boost/asio.hpp>
@@ -26,11 +29,13 @@ namespace {
 struct link : std::enable_shared_from_this<link> {
   caf::actor_system& sys;
   int fd;
+  std::chrono::milliseconds timeout;  ///< how long a request may wait for its shard
   frame_writer out;
   struct request {
     std::uint64_t id = 0;      ///< the frame's id, which its answer carries
     std::uint32_t target = 0;  ///< the shard's index
-    shard_actor shard;
+    caf::actor_addr shard;     ///< weak: a shard holding a request keeps the sink alive
+    clk::time_point deadline{};
   };
   std::mutex mtx;
   std::condition_variable cv;
@@ -38,18 +43,26 @@ struct link : std::enable_shared_from_this<link> {
   std::uint64_t next = 1;
   bool ended = false;
 
-  /// At most this many requests of a connection wait at its shards: a peer that sends faster
-  /// than they answer is read no further until they do.
+  /// At most this many requests of a connection wait at its shards, and as many answers for the
+  /// writer: a peer that sends faster than they answer, or reads slower, is read no further
+  /// until they do. (The protocol holds at most two per worker: a push and a held pull.)
   static constexpr std::size_t max_waiting = 4;
 
-  link(caf::actor_system& s, int f) : sys(s), fd(f), out(f) {}
+  link(caf::actor_system& s, int f, std::chrono::milliseconds t)
+      : sys(s), fd(f), timeout(t), out(f) {}
 
-  /// Registers a request; its CAF request id, or 0 once the connection ended.
+  /// Registers a request; its CAF request id, or 0 once the connection ended. Requests whose
+  /// shard did not answer in time are answered with a timeout meanwhile.
   std::uint64_t add(request r) {
+    out.wait_below(max_waiting);
     std::unique_lock<std::mutex> lk(mtx);
-    cv.wait(lk, [this] { return ended || waiting.size() < max_waiting; });
+    while (!ended && waiting.size() >= max_waiting) {
+      cv.wait_until(lk, earliest());
+      reap(lk);
+    }
     if (ended) return 0;
     auto mid = next++;
+    r.deadline = clk::now() + timeout;
     waiting.emplace(mid, std::move(r));
     return mid;
   }
@@ -64,12 +77,53 @@ struct link : std::enable_shared_from_this<link> {
     return true;
   }
 
-  void end() {
-    std::lock_guard<std::mutex> lk(mtx);
-    ended = true;
-    cv.notify_all();
+  /// The earliest deadline of a waiting request (time_point::max() when none). Under the lock.
+  clk::time_point earliest() const {
+    auto t = clk::time_point::max();
+    for (auto& kv : waiting) t = std::min(t, kv.second.deadline);
+    return t;
   }
 
+  clk::time_point next_deadline() {
+    std::lock_guard<std::mutex> lk(mtx);
+    return earliest();
+  }
+
+  /// Answers every request past its deadline with a timeout, as a request with a timeout
+  /// would have failed; its shard's answer, should it come later, is dropped.
+  void reap(std::unique_lock<std::mutex>& lk) {
+    std::vector<request> late;
+    auto now = clk::now();
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      if (it->second.deadline <= now) {
+        late.push_back(std::move(it->second));
+        it = waiting.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (late.empty()) return;
+    lk.unlock();
+    for (auto& r : late) out.send(late_frame(r));
+    lk.lock();
+  }
+
+  void reap() {
+    std::unique_lock<std::mutex> lk(mtx);
+    reap(lk);
+  }
+
+  /// No more requests: wakes a connection thread that waits for a slot or for the writer.
+  void end() {
+    {
+      std::lock_guard<std::mutex> lk(mtx);
+      ended = true;
+      cv.notify_all();
+    }
+    out.stop();
+  }
+
+  out_frame late_frame(const request& r);
   void answer(const request& r, caf::message& msg);
 };
 
@@ -99,10 +153,12 @@ class answer_sink : public caf::monitorable_actor {
 /// actor on the execution unit its enqueuer passes when the message wakes it (only one unit
 /// resumes an actor at a time), as its own scheduler workers do: this unit mirrors their loop
 /// for that one actor (caf/scheduler/worker.hpp). Actors the shard wakes in turn go to the
-/// scheduler, so the thread is back to reading within one resume of the shard (at most the
-/// scheduler's max-throughput messages).
+/// scheduler, and so does the shard after `max_inline` messages (other connections' requests
+/// among them), so the thread is soon back to reading its own peer.
 class inline_unit : public caf::execution_unit {
  public:
+  static constexpr std::size_t max_inline = 8;
+
   explicit inline_unit(caf::actor_system& sys) : caf::execution_unit(&sys) {}
 
   void exec_later(caf::resumable* job) override {
@@ -112,7 +168,7 @@ class inline_unit : public caf::execution_unit {
       return;
     }
     running_ = true;
-    switch (job->resume(this, sched.max_throughput())) {
+    switch (job->resume(this, max_inline)) {
       case caf::resumable::resume_later:
         sched.enqueue(job);  // more in its mailbox: the scheduler goes on, with the reference
         break;
@@ -141,6 +197,13 @@ out_frame error_frame(caf::actor_system& sys, const link::request& r, const caf:
   return make_frame(sys, kind::error, r.target, r.id, tensor(), code, text);
 }
 
+out_frame link::late_frame(const request& r) {
+  return error_frame(sys, r, caf::make_error(caf::sec::request_timeout,
+                                             "bulk channel: shard " + std::to_string(r.target) +
+                                                 " did not answer within " +
+                                                 std::to_string(timeout.count()) + " ms"));
+}
+
 void link::answer(const request& r, caf::message& msg) {
   if (msg.match_elements<weights>()) {
     auto& w = msg.get_mutable_as<weights>(0);
@@ -163,8 +226,13 @@ void link::answer(const request& r, caf::message& msg) {
     // learns the job's fate rather than a lost peer. Monitoring a terminated actor delivers its
     // down message at once; one still in its cleanup sends it when done (bounded by 1 s).
     auto self = shared_from_this();
-    sys.spawn([self, r, err](caf::event_based_actor* a) -> caf::behavior {
-      a->monitor(r.shard);
+    auto shard = caf::actor_cast<caf::actor>(r.shard);
+    if (!shard) {
+      out.send(error_frame(sys, r, err));
+      return;
+    }
+    sys.spawn([self, r, err, shard](caf::event_based_actor* a) -> caf::behavior {
+      a->monitor(shard);
       a->set_down_handler([=](caf::down_msg& dm) {
         auto reason = dm.reason && dm.reason.category() == errc_category() ? dm.reason : err;
         self->out.send(error_frame(self->sys, r, reason));
@@ -190,6 +258,7 @@ void link::answer(const request& r, caf::message& msg) {
 struct server::impl {
   caf::actor_system& sys;
   std::string token;
+  std::chrono::milliseconds timeout;
   std::chrono::milliseconds hello_timeout{10000};
   asio::io_context io;
   tcp::acceptor acceptor{io};
@@ -204,12 +273,13 @@ struct server::impl {
     int fd = -1;
     std::thread thread;
     bool done = false;
+    std::weak_ptr<link> requests;  ///< ended by stop(), whatever its thread waits for
   };
   std::list<connection> connections;
   bool stopping = false;
 
-  impl(caf::actor_system& s, std::string t)
-      : sys(s), token(std::move(t)) {}
+  impl(caf::actor_system& s, std::string t, std::chrono::milliseconds to)
+      : sys(s), token(std::move(t)), timeout(to) {}
 
   bool find(std::uint32_t index, target& out) {
     std::lock_guard<std::mutex> lk(mtx);
@@ -241,7 +311,7 @@ struct server::impl {
       auto& c = connections.back();
       c.fd = sock.release();
       c.thread = std::thread([this, &c] {
-        bool ended_by_peer = serve_connection(c.fd);
+        bool ended_by_peer = serve_connection(c);
         std::lock_guard<std::mutex> g(mtx);
         if (!ended_by_peer) ::shutdown(c.fd, SHUT_RDWR);  // the refused peer sees the end
         retire(c.fd);
@@ -298,9 +368,15 @@ struct server::impl {
 
   /// Serves one connection; true when the peer ended it (its socket is left as it is, so its
   /// counts stay readable), false when this side dropped it.
-  bool serve_connection(int fd) {
+  bool serve_connection(connection& c) {
+    const int fd = c.fd;
     if (!greet(fd)) return false;
-    auto l = std::make_shared<link>(sys, fd);
+    auto l = std::make_shared<link>(sys, fd, timeout);
+    {
+      std::lock_guard<std::mutex> lk(mtx);
+      if (stopping) return false;
+      c.requests = l;
+    }
     l->out.start();
     auto sink = make_sink(sys, l);
     inline_unit unit{sys};
@@ -308,6 +384,12 @@ struct server::impl {
     std::vector<char> meta;
     bool by_peer = true;
     for (;;) {
+      // While requests wait at the shards, those past their deadline are answered in time.
+      if (auto due = l->next_deadline(); due != clk::time_point::max() &&
+                                         !wait_for(fd, POLLIN, due)) {
+        l->reap();
+        continue;
+      }
       header h;
       if (!read_exact(fd, &h, sizeof h).empty()) break;
       target t;
@@ -333,15 +415,15 @@ struct server::impl {
         if (why.empty()) continue;
       }
       // A misbehaving peer: say why, then drop the connection (its stream cannot be trusted).
-      l->out.send(error_frame(sys, link::request{h.id, h.target, {}},
+      l->out.send(error_frame(sys, link::request{h.id, h.target, {}, {}},
                               make_error(errc::bad_message, "bulk channel: " + why)));
       l->out.flush();
+      l->end();  // a late answer must not write while the refusal lingers
       linger(fd);
       by_peer = false;
       break;
     }
     l->end();
-    l->out.stop();
     // Who monitored the sink (none of actrain's shards do) learns that the requester is gone.
     static_cast<answer_sink*>(caf::actor_cast<caf::abstract_actor*>(sink))
         ->cleanup(caf::exit_reason::normal, nullptr);
@@ -370,7 +452,7 @@ struct server::impl {
       else
         msg = caf::make_message(push_pull_atom::value, std::move(g));
     }
-    auto mid = l.add(link::request{h.id, h.target, t.shard});
+    auto mid = l.add(link::request{h.id, h.target, caf::actor_cast<caf::actor_addr>(t.shard), {}});
     if (mid == 0) return {};  // the connection ended meanwhile
     // As request() sends it: the shard's answer goes to the sink, whose enqueue() writes it. A
     // shard this wakes runs here, on `unit`.
@@ -388,6 +470,14 @@ struct server::impl {
       for (auto& c : connections)
         if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
     }
+    // A connection thread may wait for a slot or for its writer rather than read.
+    std::vector<std::shared_ptr<link>> links;
+    {
+      std::lock_guard<std::mutex> lk(mtx);
+      for (auto& c : connections)
+        if (auto l = c.requests.lock()) links.push_back(std::move(l));
+    }
+    for (auto& l : links) l->end();
     if (accepting.joinable()) accepting.join();  // no connection is added after this
     std::list<connection> mine;
     {
@@ -403,8 +493,8 @@ struct server::impl {
   }
 };
 
-server::server(caf::actor_system& sys, std::string token)
-    : impl_(std::make_shared<impl>(sys, std::move(token))) {}
+server::server(caf::actor_system& sys, std::string token, std::chrono::milliseconds timeout)
+    : impl_(std::make_shared<impl>(sys, std::move(token), timeout)) {}
 
 server::~server() {
   stop();

@@ -355,7 +355,7 @@ node_outcome serve_ps_node_once(caf::actor_system& sys, const job_spec& job,
   std::unique_ptr<bulk::server> bulk_server;
   std::uint16_t bulk_port = 0;
   if (dense && peer_port != 0 && uses_bulk_channel(job, opts)) {
-    bulk_server = std::make_unique<bulk::server>(sys, opts.token);
+    bulk_server = std::make_unique<bulk::server>(sys, opts.token, opts.chunking.timeout);
     auto bind = ps_listen_address(opts);
     auto p = bulk_server->listen(bind, opts.bulk_port);
     if (!p) {

@@ -4,7 +4,9 @@
 // anything is allocated for them); a shard or a server that goes away fails what is outstanding
 // and takes the proxy down.
 #include <cstring>
+#include <future>
 #include <memory>
+#include <thread>
 #include <mutex>
 #include <vector>
 
@@ -102,7 +104,7 @@ struct bulk_channel_test : ::testing::Test {
     sys = std::make_unique<caf::actor_system>(cfg);
     self = std::make_unique<caf::scoped_actor>(*sys);
     shard = sys->spawn(echo_shard, slice, seen);
-    server = std::make_unique<bulk::server>(*sys, "secret");
+    server = std::make_unique<bulk::server>(*sys, "secret", 10s);
     server->hello_timeout = 2s;
     auto p = server->listen("127.0.0.1", 0);
     EXPECT_TRUE(p) << describe_error(p.error());
@@ -204,7 +206,11 @@ shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_s
       [](push_pull_atom, const gradient&) -> caf::result<weights> {
         return make_error(errc::bad_message, "not used");
       },
-      [](stats_atom) { return shard_stats{}; },
+      [self](stats_atom) {
+        shard_stats st;
+        st.pulls = static_cast<std::int64_t>(self->state.held.size());  // held now
+        return st;
+      },
       [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
       [](leave_atom, std::int32_t, bool) {},
@@ -232,6 +238,50 @@ TEST_F(bulk_channel_test, a_request_the_shard_holds_does_not_hold_the_next_one) 
   EXPECT_TRUE(got_weights);
   EXPECT_TRUE(got_ack);
   caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(holder, caf::exit_reason::kill);
+}
+
+// Without a thread waiting for each answer, the server's deadline answers for the shard: a
+// request it has not answered within the request timeout is failed with caf.request_timeout.
+TEST_F(bulk_channel_test, a_request_its_shard_never_answers_times_out_on_the_ps_node) {
+  auto holder = sys->spawn(holding_shard, slice);
+  bulk::server quick(*sys, "secret", 300ms);
+  auto port2 = quick.listen("127.0.0.1", 0);
+  ASSERT_TRUE(port2) << describe_error(port2.error());
+  quick.serve(4, holder, slice);
+  auto e = at();
+  e.port = *port2;
+  auto made = bulk::spawn_proxy(*sys, e, 4, slice, holder, caf::actor{});
+  ASSERT_TRUE(made) << describe_error(made.error());
+  auto w = ask<weights>(*made, pull_atom::value, pull_request{1, 0});
+  ASSERT_FALSE(w);
+  EXPECT_NE(describe_error(w.error()).find("shard 4 did not answer within 300 ms"),
+            std::string::npos)
+      << describe_error(w.error());
+  caf::anon_send_exit(*made, caf::exit_reason::user_shutdown);
+  quick.stop();
+  caf::anon_send_exit(holder, caf::exit_reason::kill);
+}
+
+// A connection whose requests fill its slots at a shard that holds them waits for a slot, not
+// on its socket: stopping the server must still end it.
+TEST_F(bulk_channel_test, stopping_the_server_ends_a_connection_waiting_for_a_slot) {
+  auto holder = sys->spawn(holding_shard, slice);
+  server->serve(4, holder, slice);
+  auto made = bulk::spawn_proxy(*sys, at(), 4, slice, holder, caf::actor{});
+  ASSERT_TRUE(made) << describe_error(made.error());
+  for (int i = 0; i < 6; ++i) (*self)->send(*made, pull_atom::value, pull_request{1, 0});
+  // Bounded wait for the event: the shard holds the 4 the connection lets through.
+  std::int64_t held = 0;
+  for (int i = 0; i < 500 && held < 4; ++i) {
+    auto st = ask<shard_stats>(holder, stats_atom::value);
+    held = st ? st->pulls : 0;
+    if (held < 4) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(held, 4);
+  auto stopped = std::async(std::launch::async, [this] { server->stop(); });
+  EXPECT_EQ(stopped.wait_for(10s), std::future_status::ready) << "stop() waited for the shard";
+  caf::anon_send_exit(*made, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(holder, caf::exit_reason::kill);
 }
 
