@@ -46,7 +46,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
   /// Who answers: the handle users sent their requests to.
   void answer_as(caf::actor_addr handle) {
-    std::lock_guard<std::mutex> lk(pending_mtx_);
+    std::lock_guard<std::mutex> lk(mtx_);
     answerer_ = std::move(handle);
   }
 
@@ -66,7 +66,7 @@ class connection : public std::enable_shared_from_this<connection> {
   /// and the proxy.
   template <class... Ts>
   void request(kind k, std::uint32_t shard, waiting w, tensor values, Ts&... meta) {
-    std::unique_lock<std::mutex> lk(pending_mtx_);
+    std::unique_lock<std::mutex> lk(mtx_);
     if (shard_gone_ || stopped_) {
       if (node_gone_) return;
       // After close() the proxy is ending: answered as a request to an ended actor is.
@@ -88,7 +88,7 @@ class connection : public std::enable_shared_from_this<connection> {
     std::vector<waiting> pending;
     caf::error with;
     {
-      std::lock_guard<std::mutex> lk(pending_mtx_);
+      std::lock_guard<std::mutex> lk(mtx_);
       shard_gone_ = true;
       node_gone_ = reason == caf::exit_reason::remote_link_unreachable;
       gone_with_ = reason && reason.category() == errc_category()
@@ -105,7 +105,7 @@ class connection : public std::enable_shared_from_this<connection> {
   /// The channel closed because of `why`: true when the proxy is to fail what is outstanding
   /// after its grace (it closed first, while the shard's handle is still up).
   bool closed_for(const std::string& why) {
-    std::lock_guard<std::mutex> lk(pending_mtx_);
+    std::lock_guard<std::mutex> lk(mtx_);
     if (!closed_why_.empty() || shard_gone_) return false;
     closed_why_ = why.empty() ? "closed" : why;
     return true;
@@ -113,12 +113,12 @@ class connection : public std::enable_shared_from_this<connection> {
 
   /// Why the channel closed ("" while open); empty again never.
   std::string closed_why() {
-    std::lock_guard<std::mutex> lk(pending_mtx_);
+    std::lock_guard<std::mutex> lk(mtx_);
     return closed_why_;
   }
 
   bool shard_gone() {
-    std::lock_guard<std::mutex> lk(pending_mtx_);
+    std::lock_guard<std::mutex> lk(mtx_);
     return shard_gone_;
   }
 
@@ -126,7 +126,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void answer(std::uint64_t id, caf::message msg) {
     waiting w;
     {
-      std::lock_guard<std::mutex> lk(pending_mtx_);
+      std::lock_guard<std::mutex> lk(mtx_);
       auto it = pending_.find(id);
       if (it == pending_.end()) return;
       w = std::move(it->second);
@@ -138,7 +138,7 @@ class connection : public std::enable_shared_from_this<connection> {
   /// Takes every outstanding request, to be failed by the caller; requests after it are
   /// answered as a request to an ended actor is (the proxy is ending).
   std::vector<waiting> stop_and_take() {
-    std::lock_guard<std::mutex> lk(pending_mtx_);
+    std::lock_guard<std::mutex> lk(mtx_);
     stopped_ = true;
     std::vector<waiting> out;
     out.reserve(pending_.size());
@@ -150,7 +150,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void deliver(waiting& w, caf::message msg) {
     caf::actor_addr answerer;
     {
-      std::lock_guard<std::mutex> lk(pending_mtx_);
+      std::lock_guard<std::mutex> lk(mtx_);
       answerer = answerer_ ? answerer_ : proxy_;
     }
     auto self = caf::actor_cast<caf::strong_actor_ptr>(answerer);
@@ -165,14 +165,9 @@ class connection : public std::enable_shared_from_this<connection> {
     }
   }
 
-  /// Queues `f` (written at once when nothing waits before it and the socket takes it all).
-  void send(out_frame f) {
-    {
-      std::lock_guard<std::mutex> lk(mtx_);
-      if (closed_) return;
-    }
-    out_.send(std::move(f));
-  }
+  /// Queues `f` (written at once when nothing waits before it and the socket takes it all;
+  /// dropped once close() stopped the writer).
+  void send(out_frame f) { out_.send(std::move(f)); }
 
   /// Ends both threads. Only reads are shut down (that wakes the reader) unless a write is
   /// stuck: the connection stays established, so its counts stay readable until retire()d
@@ -182,9 +177,6 @@ class connection : public std::enable_shared_from_this<connection> {
       std::lock_guard<std::mutex> lk(mtx_);
       if (closed_) return;
       closed_ = true;
-    }
-    {
-      std::lock_guard<std::mutex> lk(pending_mtx_);
       stopped_ = true;
     }
     out_.stop();  // shuts the socket down both ways when a write was stuck
@@ -268,17 +260,16 @@ class connection : public std::enable_shared_from_this<connection> {
   int fd_;
   std::int64_t max_floats_;
   caf::actor_addr proxy_;
-  std::mutex pending_mtx_;
+  std::mutex mtx_;  ///< guards the members from here to closed_
   std::unordered_map<std::uint64_t, waiting> pending_;
   caf::actor_addr answerer_;
   std::uint64_t next_id_ = 1;
   std::string closed_why_;  ///< why the channel closed ("" while it is open)
   bool shard_gone_ = false;
   bool node_gone_ = false;  ///< the shard went with its node: requests stay unanswered
-  bool stopped_ = false;    ///< close() ran: the proxy is ending
+  bool stopped_ = false;    ///< no more requests: the proxy is ending (close() or fail_all)
   caf::error gone_with_;    ///< what requests to the gone shard are answered with
-  std::mutex mtx_;
-  bool closed_ = false;
+  bool closed_ = false;     ///< close() ran
   frame_writer out_{fd_};
   std::thread reader_;
 };
@@ -342,7 +333,6 @@ struct proxy_state {
   static inline const char* name = "actrain.bulk_proxy";
   std::shared_ptr<connection> conn;
   shard_actor remote;
-  std::uint32_t shard = 0;
   std::string where;
 };
 
@@ -352,21 +342,6 @@ using proxy_ptr = caf::stateful_actor<proxy_state>*;
 void fail_all(proxy_ptr self, const caf::error& err) {
   for (auto& w : self->state.conn->stop_and_take())
     self->state.conn->deliver(w, caf::make_message(err));
-}
-
-/// A request that reached the proxy itself (sent without the handle's shortcut).
-template <class... Ts>
-caf::response_promise ask(proxy_ptr self, kind k, tensor values, Ts&... meta) {
-  auto rp = self->make_response_promise();
-  self->state.conn->request(k, self->state.shard, {rp.source(), rp.stages(), rp.id()},
-                            std::move(values), meta...);
-  return rp;
-}
-
-caf::response_promise ask_gradient(proxy_ptr self, kind k, gradient& g) {
-  auto values = std::move(g.values);
-  g.values = tensor();
-  return ask(self, k, std::move(values), g);
 }
 
 /// What users hold as the shard: pulls, pushes and push_pulls go on the channel from the
@@ -435,12 +410,14 @@ class bulk_handle : public caf::monitorable_actor {
 /// node's does within milliseconds) before it fails what is outstanding itself.
 constexpr auto closed_grace = std::chrono::seconds(2);
 
-caf::behavior bulk_proxy(proxy_ptr self, std::shared_ptr<connection> conn, std::uint32_t shard,
-                         shard_actor remote, caf::actor owner, std::string where) {
+/// Behind the handle: the channel's lifecycle and the small messages that go over BASP. Pulls,
+/// pushes and push_pulls never reach it (the handle sends them, and forwards to a proxy that
+/// ended only for CAF to bounce).
+caf::behavior bulk_proxy(proxy_ptr self, std::shared_ptr<connection> conn, shard_actor remote,
+                         caf::actor owner, std::string where) {
   auto& st = self->state;
   st.conn = std::move(conn);
   st.remote = std::move(remote);
-  st.shard = shard;
   st.where = std::move(where);
   if (st.remote) self->monitor(st.remote);
   if (owner) self->monitor(owner);
@@ -465,9 +442,6 @@ caf::behavior bulk_proxy(proxy_ptr self, std::shared_ptr<connection> conn, std::
     self->quit(caf::exit_reason::normal);
   });
   return {
-      [self](pull_atom, pull_request& r) { return ask(self, kind::pull, tensor(), r); },
-      [self](push_atom, gradient& g) { return ask_gradient(self, kind::push, g); },
-      [self](push_pull_atom, gradient& g) { return ask_gradient(self, kind::push_pull, g); },
       // A ps node that dies resets the channel a moment before its shard's handle goes down
       // over BASP: the proxy waits for that (and then goes down with the shard's reason, so the
       // job treats it as the lost shard it is) for up to `closed_grace`; a channel that closed
@@ -508,7 +482,7 @@ caf::expected<shard_actor> spawn_proxy(caf::actor_system& sys, const endpoint& a
   auto conn = std::make_shared<connection>(sys, *fd, floats);
   auto where = at.host + ":" + std::to_string(at.port);
   auto index = static_cast<std::uint32_t>(shard);
-  auto p = sys.spawn(bulk_proxy, conn, index, std::move(remote), std::move(owner), where);
+  auto p = sys.spawn(bulk_proxy, conn, std::move(remote), std::move(owner), where);
   caf::actor_config cfg;
   auto handle = caf::make_actor<bulk_handle, caf::strong_actor_ptr>(
       sys.next_actor_id(), sys.node(), &sys, cfg, conn, index,

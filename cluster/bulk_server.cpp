@@ -28,7 +28,6 @@ namespace {
 /// requests the shards have not answered yet.
 struct link : std::enable_shared_from_this<link> {
   caf::actor_system& sys;
-  int fd;
   std::chrono::milliseconds timeout;  ///< how long a request may wait for its shard
   frame_writer out;
   struct request {
@@ -49,7 +48,7 @@ struct link : std::enable_shared_from_this<link> {
   static constexpr std::size_t max_waiting = 4;
 
   link(caf::actor_system& s, int f, std::chrono::milliseconds t)
-      : sys(s), fd(f), timeout(t), out(f) {}
+      : sys(s), timeout(t), out(f) {}
 
   /// Registers a request; its CAF request id, or 0 once the connection ended. Requests whose
   /// shard did not answer in time are answered with a timeout meanwhile.

@@ -4,9 +4,9 @@
 // anything is allocated for them); a shard or a server that goes away fails what is outstanding
 // and takes the proxy down.
 #include <cstring>
+#include <condition_variable>
 #include <future>
 #include <memory>
-#include <thread>
 #include <mutex>
 #include <vector>
 
@@ -185,6 +185,13 @@ TEST_F(bulk_channel_test, requests_reach_the_shard_in_the_order_they_were_sent) 
   caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
 }
 
+/// How many pulls a holding shard holds now, for a test to wait on.
+struct held_pulls {
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::size_t held = 0;
+};
+
 struct holding_state {
   std::vector<caf::typed_response_promise<weights>> held;
 };
@@ -192,10 +199,14 @@ struct holding_state {
 /// A shard that holds each pull until the next push arrives, as a sync barrier holds a worker's
 /// pull until its step is complete.
 shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_state> self,
-                                         std::int64_t n) {
+                                         std::int64_t n,
+                                         std::shared_ptr<held_pulls> seen) {
   return {
-      [self](pull_atom, const pull_request&) -> caf::result<weights> {
+      [self, seen](pull_atom, const pull_request&) -> caf::result<weights> {
         self->state.held.push_back(self->make_response_promise<weights>());
+        std::lock_guard<std::mutex> lk(seen->mtx);
+        seen->held = self->state.held.size();
+        seen->cv.notify_all();
         return self->state.held.back();
       },
       [self, n](push_atom, const gradient& g) -> caf::result<push_ack> {
@@ -206,11 +217,7 @@ shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_s
       [](push_pull_atom, const gradient&) -> caf::result<weights> {
         return make_error(errc::bad_message, "not used");
       },
-      [self](stats_atom) {
-        shard_stats st;
-        st.pulls = static_cast<std::int64_t>(self->state.held.size());  // held now
-        return st;
-      },
+      [](stats_atom) { return shard_stats{}; },
       [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
       [](leave_atom, std::int32_t, bool) {},
@@ -221,7 +228,7 @@ shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_s
 // not hold the ones behind it on the same connection (a thread that waited for each answer
 // would never read the push that releases the pull).
 TEST_F(bulk_channel_test, a_request_the_shard_holds_does_not_hold_the_next_one) {
-  auto holder = sys->spawn(holding_shard, slice);
+  auto holder = sys->spawn(holding_shard, slice, std::make_shared<held_pulls>());
   server->serve(4, holder, slice);
   auto made = bulk::spawn_proxy(*sys, at(), 4, slice, holder, caf::actor{});
   ASSERT_TRUE(made) << describe_error(made.error());
@@ -244,7 +251,7 @@ TEST_F(bulk_channel_test, a_request_the_shard_holds_does_not_hold_the_next_one) 
 // Without a thread waiting for each answer, the server's deadline answers for the shard: a
 // request it has not answered within the request timeout is failed with caf.request_timeout.
 TEST_F(bulk_channel_test, a_request_its_shard_never_answers_times_out_on_the_ps_node) {
-  auto holder = sys->spawn(holding_shard, slice);
+  auto holder = sys->spawn(holding_shard, slice, std::make_shared<held_pulls>());
   bulk::server quick(*sys, "secret", 300ms);
   auto port2 = quick.listen("127.0.0.1", 0);
   ASSERT_TRUE(port2) << describe_error(port2.error());
@@ -266,19 +273,18 @@ TEST_F(bulk_channel_test, a_request_its_shard_never_answers_times_out_on_the_ps_
 // A connection whose requests fill its slots at a shard that holds them waits for a slot, not
 // on its socket: stopping the server must still end it.
 TEST_F(bulk_channel_test, stopping_the_server_ends_a_connection_waiting_for_a_slot) {
-  auto holder = sys->spawn(holding_shard, slice);
+  auto seen_held = std::make_shared<held_pulls>();
+  auto holder = sys->spawn(holding_shard, slice, seen_held);
   server->serve(4, holder, slice);
   auto made = bulk::spawn_proxy(*sys, at(), 4, slice, holder, caf::actor{});
   ASSERT_TRUE(made) << describe_error(made.error());
   for (int i = 0; i < 6; ++i) (*self)->send(*made, pull_atom::value, pull_request{1, 0});
-  // Bounded wait for the event: the shard holds the 4 the connection lets through.
-  std::int64_t held = 0;
-  for (int i = 0; i < 500 && held < 4; ++i) {
-    auto st = ask<shard_stats>(holder, stats_atom::value);
-    held = st ? st->pulls : 0;
-    if (held < 4) std::this_thread::sleep_for(10ms);
+  {  // the shard holds the 4 the connection lets through
+    std::unique_lock<std::mutex> lk(seen_held->mtx);
+    ASSERT_TRUE(seen_held->cv.wait_for(lk, 10s, [&] { return seen_held->held >= 4; }))
+        << "the shard holds " << seen_held->held << " pulls";
+    EXPECT_EQ(seen_held->held, 4u);
   }
-  ASSERT_EQ(held, 4);
   auto stopped = std::async(std::launch::async, [this] { server->stop(); });
   EXPECT_EQ(stopped.wait_for(10s), std::future_status::ready) << "stop() waited for the shard";
   caf::anon_send_exit(*made, caf::exit_reason::user_shutdown);
