@@ -168,15 +168,43 @@ void frame_writer::write_loop() {
 
 /// Reads a frame's metadata and values (its header read and checked); values land in a buffer
 /// from `pool` (recycled, not zero-filled, when one is free).
+/// Reads n floats into `out`, checking each piece the socket delivers while the next one is still
+/// on its way (the check reads values the copy just left in the cache); `finite` tells whether
+/// every value is finite.
+std::string read_floats(int fd, float* out, std::size_t n, clk::time_point deadline,
+                        bool& finite) {
+  auto* p = reinterpret_cast<char*>(out);
+  const std::size_t total = n * sizeof(float);
+  std::size_t got = 0, checked = 0;  // bytes read; floats checked
+  finite = true;
+  while (got < total) {
+    if (deadline != clk::time_point::max() && !wait_for(fd, POLLIN, deadline))
+      return "timed out waiting for the peer";
+    auto r = ::recv(fd, p + got, total - got, 0);
+    if (r == 0) return "connection closed by the peer";
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return std::strerror(errno);
+    }
+    got += static_cast<std::size_t>(r);
+    const std::size_t whole = got / sizeof(float);
+    if (finite) finite = all_finite(span<const float>(out + checked, whole - checked));
+    checked = whole;
+  }
+  return {};
+}
+
 std::string read_body(int fd, const header& h, std::vector<char>& meta, tensor& values,
                       tensor_pool& pool, clk::time_point deadline) {
   meta.resize(h.meta_bytes);
   if (auto e = read_exact(fd, meta.data(), meta.size(), deadline); !e.empty()) return e;
   values = tensor();
   if (h.floats == 0) return {};
+  bool finite = false;
   auto v = pool.take(static_cast<std::size_t>(h.floats));
-  if (auto e = read_exact(fd, v.data(), v.size() * sizeof(float), deadline); !e.empty()) return e;
+  if (auto e = read_floats(fd, v.data(), v.size(), deadline, finite); !e.empty()) return e;
   values = tensor(std::move(v));
+  if (finite) values.mark_finite();
   return {};
 }
 

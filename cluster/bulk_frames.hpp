@@ -127,7 +127,9 @@ caf::error parse_meta(caf::actor_system& sys, const std::vector<char>& buf, Ts&.
 }
 
 /// Reads a frame's metadata and values (its header read and checked); values land in a buffer
-/// from `pool` (recycled, not zero-filled, when one is free).
+/// from `pool` (recycled, not zero-filled, when one is free). Values that are all finite come
+/// marked so (tensor::mark_finite): each piece is checked as it arrives, and the shard or worker
+/// that gets them does not read them all again.
 std::string read_body(int fd, const header& h, std::vector<char>& meta, tensor& values,
                       tensor_pool& pool, clk::time_point deadline = clk::time_point::max());
 

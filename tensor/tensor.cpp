@@ -72,6 +72,7 @@ tensor tensor::slice(std::size_t offset, std::size_t count) const {
                             ") does not fit in " + std::to_string(size_) + " elements");
   tensor t;
   t.buf_ = buf_;
+  t.known_finite_ = known_finite_;
   t.offset_ = offset_ + offset;
   t.size_ = count;
   t.shape_ = {static_cast<std::int64_t>(count)};
@@ -89,19 +90,21 @@ tensor tensor::reshape(shape_t s) const {
   return t;
 }
 
-bool tensor::all_finite() const {
+bool all_finite(span<const float> values) {
   // A float is NaN or infinite exactly when its exponent bits are all ones. OR-ing that test over
   // the bit patterns is a pure integer loop the compiler vectorizes (std::isfinite per element
   // did not, and every push and pull runs this check).
-  const float* p = data();
+  const float* p = values.data();
   std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < size_; ++i) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
     std::uint32_t bits;
     std::memcpy(&bits, p + i, sizeof bits);
     bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
   }
   return bad == 0;
 }
+
+bool tensor::all_finite() const { return known_finite_ || actrain::all_finite(values()); }
 
 bool tensor::reclaim(std::vector<float>& out) {
   // Sole owner of the whole buffer: nobody else can read it any more, so handing its storage

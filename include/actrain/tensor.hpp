@@ -58,8 +58,15 @@ class tensor {
 
   /// How many tensors share this buffer (for tests and diagnostics).
   long use_count() const { return buf_.use_count(); }
-  /// True when every value is finite (no NaN, no infinity).
+  /// True when every value is finite (no NaN, no infinity). Reads every value, unless this
+  /// tensor (or the tensor it was copied, sliced or reshaped from) was marked by mark_finite().
   bool all_finite() const;
+  /// Records that every value is finite, for a writer that checked them while writing them (the
+  /// bulk channel checks each piece a socket delivers while the next piece is still on its way).
+  /// Copies, slices and reshapes keep the mark, and all_finite() then answers without reading the
+  /// values again. Mark a tensor before sharing it, and only after checking it: a wrong mark
+  /// defeats the checks that shards and workers make on what they receive.
+  void mark_finite() { known_finite_ = true; }
 
   /// When this is the only tensor left on its buffer (every copy and slice is gone) and it spans
   /// the whole buffer, moves the storage into `out` for reuse, empties this tensor and returns
@@ -73,7 +80,12 @@ class tensor {
   std::size_t offset_ = 0;
   std::size_t size_ = 0;
   shape_t shape_;
+  bool known_finite_ = false;
 };
+
+/// True when every value is finite (no NaN, no infinity): tensor::all_finite for any run of
+/// floats (a piece of a tensor still being filled, for instance).
+bool all_finite(span<const float> values);
 
 /// Recycles the buffers of tensors a sender has let go of: `keep` a tensor after sending it, and
 /// `take` returns the storage of the oldest kept tensor that every receiver has released (or a

@@ -3,7 +3,9 @@
 // length and a hostile peer's frames are refused with errors that say what is wrong (before
 // anything is allocated for them); a shard or a server that goes away fails what is outstanding
 // and takes the proxy down.
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <condition_variable>
 #include <future>
 #include <memory>
@@ -43,6 +45,7 @@ bool same(const tensor& a, const tensor& b) {
 struct seen_by_shard {
   std::mutex mtx;
   std::vector<std::int64_t> steps;
+  std::vector<bool> finite;  ///< what all_finite() said of each gradient, as the shard checks it
 };
 
 struct echo_state {
@@ -56,6 +59,7 @@ shard_actor::behavior_type echo_shard(shard_actor::stateful_pointer<echo_state> 
   auto record = [self, seen](const gradient& g) {
     std::lock_guard<std::mutex> lk(seen->mtx);
     seen->steps.push_back(g.step);
+    seen->finite.push_back(g.values.all_finite());
     self->state.version += 1;
   };
   return {
@@ -162,6 +166,37 @@ TEST_F(bulk_channel_test, pulls_pushes_and_push_pulls_cross_bit_for_bit) {
   for (auto& x : twice) x *= 2.f;
   EXPECT_TRUE(same(r->values, tensor(twice)));
   EXPECT_EQ(r->values.shape(), (shape_t{slice}));
+  caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+}
+
+// The channel checks values piece by piece as they arrive and marks what is all finite, so the
+// shard's own check is free; a NaN or infinity anywhere in 400 kB (which arrives in pieces)
+// leaves the values unmarked for the shard to refuse, and weights holding one are refused by the
+// worker's side.
+TEST_F(bulk_channel_test, non_finite_values_anywhere_reach_the_shard_unmarked_and_weights_are_refused) {
+  auto p = proxy();
+  ASSERT_TRUE(p);
+  auto with = [](std::size_t at, float bad) {
+    auto v = ramp(slice, 1.f).to_vector();
+    v[at] = bad;
+    return tensor(std::move(v));
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  ASSERT_TRUE(ask<push_ack>(p, push_atom::value, grad(0, ramp(slice, 1.f))));
+  ASSERT_TRUE(ask<push_ack>(p, push_atom::value, grad(1, with(0, std::nanf("")))));
+  ASSERT_TRUE(ask<push_ack>(p, push_atom::value, grad(2, with(slice / 2 + 1, -inf))));
+  ASSERT_TRUE(ask<push_ack>(p, push_atom::value, grad(3, with(slice - 1, std::nanf("")))));
+  {
+    std::lock_guard<std::mutex> lk(seen->mtx);
+    EXPECT_EQ(seen->finite, (std::vector<bool>{true, false, false, false}));
+  }
+  // The echo shard answers twice the pushed values: NaN comes back and the proxy refuses it.
+  auto r = ask<weights>(p, push_pull_atom::value, grad(4, with(slice - 1, std::nanf(""))));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), static_cast<std::uint8_t>(errc::non_finite)) << describe_error(r.error());
+  auto ok = ask<weights>(p, push_pull_atom::value, grad(5, ramp(slice, 1.f)));
+  ASSERT_TRUE(ok) << describe_error(ok.error());
+  EXPECT_TRUE(ok->values.all_finite());
   caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
 }
 

@@ -124,6 +124,36 @@ TEST(tensor, all_finite) {
   EXPECT_TRUE(t.slice(1, 2).all_finite());
 }
 
+TEST(tensor, all_finite_of_a_run_of_floats_sees_every_value) {
+  std::vector<float> v(1001, 0.5f);  // odd length: the vectorized loop's tail counts too
+  EXPECT_TRUE(all_finite(span<const float>(v)));
+  for (std::size_t at : {std::size_t{0}, std::size_t{517}, std::size_t{1000}}) {
+    auto bad = v;
+    bad[at] = at == 517 ? -std::numeric_limits<float>::infinity() : std::nanf("");
+    EXPECT_FALSE(all_finite(span<const float>(bad))) << "a bad value at " << at;
+  }
+  EXPECT_TRUE(all_finite(span<const float>(v.data(), 0)));
+}
+
+// A mark says the writer checked the values: copies, slices and reshapes keep it; a tensor built
+// from a vector (as a deserializer builds one) or a reclaimed one does not have it.
+TEST(tensor, a_finite_mark_travels_with_copies_and_views_and_nothing_else) {
+  tensor t(std::vector<float>{1, std::nanf(""), 3, 4});
+  EXPECT_FALSE(t.all_finite());
+  t.mark_finite();  // a wrong mark, to see that it is what all_finite trusts
+  EXPECT_TRUE(t.all_finite());
+  tensor copy = t;
+  EXPECT_TRUE(copy.all_finite());
+  EXPECT_TRUE(t.slice(0, 2).all_finite());
+  EXPECT_TRUE(t.reshape({2, 2}).all_finite());
+  EXPECT_FALSE(tensor(t.to_vector()).all_finite());
+  copy = tensor();
+  std::vector<float> out;
+  ASSERT_TRUE(t.reclaim(out));
+  t = tensor(std::move(out));
+  EXPECT_FALSE(t.all_finite());
+}
+
 TEST(tensor, default_is_empty) {
   tensor t;
   EXPECT_TRUE(t.empty());
