@@ -55,44 +55,65 @@ struct sweep_point {
   double gbs;
 };
 
-/// Raw TCP: push, pull and push_pull of each size (one row each), then small round trips.
-/// Returns the median small-message round trip in seconds.
-double measure_raw(std::uint16_t port, int reps, std::vector<row>& rows) {
-  asio::io_context io;
-  tcp::socket sock(io);
-  sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  sock.set_option(tcp::no_delay(true));
-  std::vector<char> buf(64u << 20, 1);
-  auto raw = [&](char op, std::uint64_t n) {
-    asio::write(sock, asio::buffer(&op, 1));
-    asio::write(sock, asio::buffer(&n, sizeof n));
-    if (op == 'P' || op == 'X') asio::write(sock, asio::buffer(buf.data(), n));
+/// Raw TCP to the server process: push, pull and push_pull of each size, and one-byte round
+/// trips. The socket stays open so that its round trips interleave with the CAF and bulk ones.
+class raw_client {
+ public:
+  explicit raw_client(std::uint16_t port) : sock_(io_), buf_(64u << 20, 1) {
+    sock_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    sock_.set_option(tcp::no_delay(true));
+  }
+  ~raw_client() {
+    char q = 'Q';
+    boost::system::error_code ec;
+    asio::write(sock_, asio::buffer(&q, 1), ec);
+  }
+  raw_client(const raw_client&) = delete;
+  raw_client& operator=(const raw_client&) = delete;
+
+  /// One push ('P'), pull ('L') or push_pull ('X') of n bytes.
+  void op(char op, std::uint64_t n) {
+    asio::write(sock_, asio::buffer(&op, 1));
+    asio::write(sock_, asio::buffer(&n, sizeof n));
+    if (op == 'P' || op == 'X') asio::write(sock_, asio::buffer(buf_.data(), n));
     if (op == 'P')
-      asio::read(sock, asio::buffer(&op, 1));
+      asio::read(sock_, asio::buffer(&op, 1));
     else
-      asio::read(sock, asio::buffer(buf.data(), n));
-  };
+      asio::read(sock_, asio::buffer(buf_.data(), n));
+  }
+  /// Seconds of one one-byte round trip.
+  double round_trip() {
+    char op = 'R';
+    return time_s([&] {
+      asio::write(sock_, asio::buffer(&op, 1));
+      asio::read(sock_, asio::buffer(&op, 1));
+    });
+  }
+
+ private:
+  asio::io_context io_;
+  tcp::socket sock_;
+  std::vector<char> buf_;
+};
+
+/// Raw TCP: push, pull and push_pull of each size (one row each).
+void measure_raw(raw_client& raw, int reps, std::vector<row>& rows) {
   for (auto mb : wire_sizes_mb) {
     std::uint64_t n = mb << 20;
     for (auto [op, name] : {std::pair{'P', "push"}, {'L', "pull"}, {'X', "push_pull"}}) {
       std::vector<double> t;
-      raw(op, n);  // warm-up
-      for (int r = 0; r < reps; ++r) t.push_back(time_s([&] { raw(op, n); }));
+      raw.op(op, n);  // warm-up
+      for (int r = 0; r < reps; ++r) t.push_back(time_s([&] { raw.op(op, n); }));
       rows.push_back({name, mb, (op == 'X' ? 2.0 : 1.0) * n / median(t) / 1e9, 0, 0});
     }
   }
-  std::vector<double> t;
-  for (int r = 0; r < 2000; ++r) {
-    char op = 'R';
-    t.push_back(time_s([&] {
-      asio::write(sock, asio::buffer(&op, 1));
-      asio::read(sock, asio::buffer(&op, 1));
-    }));
-  }
-  char q = 'Q';
-  asio::write(sock, asio::buffer(&q, 1));
-  return median(t);
 }
+
+/// Median small-message round trips in seconds, measured in turn in one loop so that every
+/// path sees the same moments of this shared machine.
+struct round_trips {
+  double raw = 0, caf = 0, bulk = 0;
+};
 
 /// The CAF side: a scoped actor talking to the server process's wire_server.
 struct caf_client {
@@ -221,9 +242,11 @@ double round_trip(caf_client& c) {
 }
 
 /// The bulk channel (cluster/bulk.hpp): a bulk proxy here, the sink shards there
-/// (rows[].bulk_gbs); returns the median round trip of a one-value pull in seconds.
-double measure_bulk(caf::actor_system& sys, caf_client& c, std::uint16_t port,
-                    std::vector<row>& rows) {
+/// (rows[].bulk_gbs); then the small round trips, in turn: raw TCP, a CAF message, and a
+/// one-value pull through the bulk channel with no timeout, as workers send theirs (a request
+/// timeout would wake CAF's clock thread twice per request).
+round_trips measure_bulk(caf::actor_system& sys, caf_client& c, raw_client& raw,
+                         std::uint16_t port, std::vector<row>& rows) {
   bulk::endpoint at;
   at.host = "127.0.0.1";
   at.port = port;
@@ -247,20 +270,23 @@ double measure_bulk(caf::actor_system& sys, caf_client& c, std::uint16_t port,
           (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / c.time_op(proxy, t, k) / 1e9;
   }
   auto tiny = proxy_for(0, 1);
-  std::vector<double> ts;
-  for (int r = 0; r < 2000; ++r)
-    ts.push_back(time_s([&] {
-      c.self->request(tiny, std::chrono::seconds(30), pull_atom::value, pull_request{0, 0})
+  std::vector<double> raw_ts, caf_ts, bulk_ts;
+  auto got_tick = [](std::int32_t) {};
+  for (int r = 0; r < 2000; ++r) {
+    raw_ts.push_back(raw.round_trip());
+    caf_ts.push_back(time_s([&] { c.call(got_tick, tick_atom::value); }));
+    bulk_ts.push_back(time_s([&] {
+      c.self->request(tiny, caf::infinite, pull_atom::value, pull_request{0, 0})
           .receive([](weights&) {}, [](caf::error& e) { caf_client::fail(e); });
     }));
+  }
   for (auto& p : proxies) c.self->send_exit(p, caf::exit_reason::user_shutdown);
-  return median(ts);
+  return {median(raw_ts), median(caf_ts), median(bulk_ts)};
 }
 
-/// Everything through CAF, then the bulk channel; returns the median small-message round trips
-/// in seconds (CAF, bulk channel).
-std::pair<double, double> measure_caf(std::uint16_t port, std::uint16_t bulk_port, int reps,
-                                      std::vector<row>& rows, std::vector<sweep_point>& sweep) {
+/// Everything through CAF, then the bulk channel; returns the small-message round trips.
+round_trips measure_caf(raw_client& raw, std::uint16_t port, std::uint16_t bulk_port, int reps,
+                        std::vector<row>& rows, std::vector<sweep_point>& sweep) {
   caf::actor_system_config cfg;
   prepare_cluster_config(cfg, cluster_options{});
   caf::actor_system sys{cfg};
@@ -268,10 +294,9 @@ std::pair<double, double> measure_caf(std::uint16_t port, std::uint16_t bulk_por
   caf_client c{self, connect_server(sys, port), reps};
   measure_one_message(c, rows);
   sweep = measure_chunked(sys, c, rows);
-  auto rtt = round_trip(c);
-  auto bulk_rtt = measure_bulk(sys, c, bulk_port, rows);
+  auto rtts = measure_bulk(sys, c, raw, bulk_port, rows);
   self->send(c.srv, stop_atom::value);
-  return {rtt, bulk_rtt};
+  return rtts;
 }
 
 /// push_pull of each size through the training path (proxy, chunks, gateway) over TLS, and the
@@ -367,7 +392,10 @@ std::string wire_report(int reps, const std::vector<row>& rows,
   for (std::size_t k = 0; k < sweep.size(); ++k)
     md << (k ? ", " : "") << sweep[k].mib << " MiB x " << sweep[k].window << ": " << sweep[k].gbs;
   md << ".\n"
-     << std::setprecision(1) << "Small-message round trip: raw TCP " << raw_rtt * 1e6 << " us, CAF "
+     << std::setprecision(1)
+     << "Small-message round trip (medians of 2000, the three measured in turn in one loop): raw "
+        "TCP "
+     << raw_rtt * 1e6 << " us, CAF "
      << caf_rtt * 1e6 << " us, bulk channel (a one-value pull) " << bulk_rtt * 1e6 << " us ("
      << std::setprecision(2) << bulk_rtt / raw_rtt << "x raw TCP).\n";
   if (tls) {
@@ -470,14 +498,18 @@ int bench_wire(const std::vector<std::string>& args) {
   auto server = start_server(tls);
   std::vector<row> rows;
   std::vector<sweep_point> sweep;
-  double raw_rtt = measure_raw(server.ports[0], reps, rows);
-  auto [caf_rtt, bulk_rtt] = measure_caf(server.ports[1], server.ports[3], reps, rows, sweep);
+  round_trips rtts;
+  {
+    raw_client raw(server.ports[0]);
+    measure_raw(raw, reps, rows);
+    rtts = measure_caf(raw, server.ports[1], server.ports[3], reps, rows, sweep);
+  }
   std::optional<tls_figures> tls_rows;
   if (server.ports[2] != 0) tls_rows = measure_tls(server.ports[2], reps, tls);
   int status = 0;
   ::waitpid(server.pid, &status, 0);
   auto md =
-      wire_report(reps, rows, sweep, raw_rtt, caf_rtt, bulk_rtt, tls_rows ? &*tls_rows : nullptr);
+      wire_report(reps, rows, sweep, rtts.raw, rtts.caf, rtts.bulk, tls_rows ? &*tls_rows : nullptr);
   std::cout << md;
   if (doc) update_doc_section(benchmarks_doc_path(), "wire", md);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
