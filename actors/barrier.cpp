@@ -117,7 +117,9 @@ void close_step(self_ptr self) {
   g.base_version = std::max<std::int64_t>(0, st.open_version);
   g.rows = static_cast<std::int32_t>(std::min<std::int64_t>(st.sum.rows(), INT32_MAX));
   g.values = tensor(st.sum.take());
-  self->request(st.cfg.shard, st.cfg.timeout, push_atom::value, std::move(g))
+  // No timeout: the shard is on this node and monitored (its end fails the front), and a timeout
+  // would wake CAF's clock thread twice every step (set, then cancelled by the answer).
+  self->request(st.cfg.shard, caf::infinite, push_atom::value, std::move(g))
       .then([](push_ack&) {}, [self](caf::error& e) { end_front(self, std::move(e)); });
   log(st, barrier_event::apply, -1, st.done);
   st.done += 1;
@@ -288,7 +290,7 @@ shard_actor::behavior_type barrier(shard_actor::stateful_pointer<barrier_state> 
           if (auto err = check(st, g)) return err;
           auto p = self->make_response_promise<weights>();
           auto pushed = g;
-          self->request(st.cfg.shard, st.cfg.timeout, push_atom::value, std::move(g))
+          self->request(st.cfg.shard, caf::infinite, push_atom::value, std::move(g))
               .then(
                   [self, p, next, pushed](push_ack&) mutable {
                     ssp_push(self, pushed);

@@ -35,18 +35,20 @@ struct barrier_log {
 
 /// How to build one barrier.
 struct barrier_config {
-  shard_actor shard;                         ///< the shard this barrier stands in front of
-  std::string mode = "sync";                 ///< "sync" or "ssp"
-  std::int32_t workers = 1;                  ///< N: workers 0..N-1 push here
+  shard_actor shard;          ///< the shard this barrier stands in front of
+  std::string mode = "sync";  ///< "sync" or "ssp"
+  std::int32_t workers = 1;   ///< N: workers 0..N-1 push here
   /// Worker indexes tracked (below max(N, capacity)): workers N.. may join the running job and
   /// are expected from their first push on (a step boundary: that push is their slice of a step).
   /// A joiner's slot opens at its first message, so a large capacity costs nothing per step.
   std::int32_t capacity = 0;
-  std::int32_t backup = 0;                   ///< sync: K = N - backup
-  std::int32_t ssp_bound = 0;                ///< ssp: s
-  std::string late_policy = "drop";          ///< sync: "drop" or "fold" slices of a finished step
-  std::chrono::milliseconds timeout{60000};  ///< requests to the shard
-  std::shared_ptr<barrier_log> log;          ///< optional record of every decision
+  std::int32_t backup = 0;           ///< sync: K = N - backup
+  std::int32_t ssp_bound = 0;        ///< ssp: s
+  std::string late_policy = "drop";  ///< sync: "drop" or "fold" slices of a finished step
+  /// Requests to the shard for stats, checkpoints and restores (a step's push has none: the shard
+  /// is local and monitored).
+  std::chrono::milliseconds timeout{60000};
+  std::shared_ptr<barrier_log> log;  ///< optional record of every decision
   /// Values in the shard's slice: a push of any other length is refused. 0: the first push
   /// decides (tests only; make_fronts always sets it, so one wrong push cannot fix the length).
   std::size_t slice = 0;

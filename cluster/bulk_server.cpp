@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <deque>
 #include <list>
 #include <map>
 #include <mutex>
@@ -47,8 +48,7 @@ struct link : std::enable_shared_from_this<link> {
   /// until they do. (The protocol holds at most two per worker: a push and a held pull.)
   static constexpr std::size_t max_waiting = 4;
 
-  link(caf::actor_system& s, int f, std::chrono::milliseconds t)
-      : sys(s), timeout(t), out(f) {}
+  link(caf::actor_system& s, int f, std::chrono::milliseconds t) : sys(s), timeout(t), out(f) {}
 
   /// Registers a request; its CAF request id, or 0 once the connection ended. Requests whose
   /// shard did not answer in time are answered with a timeout meanwhile.
@@ -150,26 +150,45 @@ class answer_sink : public caf::monitorable_actor {
 /// Runs the shard a connection thread hands a request to on that thread, which is awake and has
 /// the request's values in its cache, instead of waking a scheduler thread for it. CAF resumes an
 /// actor on the execution unit its enqueuer passes when the message wakes it (only one unit
-/// resumes an actor at a time), as its own scheduler workers do: this unit mirrors their loop
-/// for that one actor (caf/scheduler/worker.hpp). Actors the shard wakes in turn go to the
-/// scheduler, and so does the shard after `max_inline` messages (other connections' requests
-/// among them), so the thread is soon back to reading its own peer.
+/// resumes an actor at a time), as its own scheduler workers do: this unit mirrors their loop.
+/// What the shard wakes in turn runs here too, after it, as a scheduler worker runs what its own
+/// jobs wake: a sync barrier's push to its shard and the shard's answer to the barrier make one
+/// chain on this thread instead of a hop to a scheduler thread and back. The unit runs at most
+/// `max_jobs` jobs of at most `max_inline` messages each per request (other connections'
+/// requests among them); the rest goes to the scheduler, so the thread is soon back to reading
+/// its own peer.
 class inline_unit : public caf::execution_unit {
  public:
   static constexpr std::size_t max_inline = 8;
+  static constexpr std::size_t max_jobs = 4;
 
   explicit inline_unit(caf::actor_system& sys) : caf::execution_unit(&sys) {}
 
   void exec_later(caf::resumable* job) override {
-    auto& sched = system().scheduler();
     if (running_) {
-      sched.enqueue(job);  // keeps the reference the enqueue took
+      if (ran_ + later_.size() < max_jobs)
+        later_.push_back(job);  // keeps the reference the enqueue took
+      else
+        system().scheduler().enqueue(job);
       return;
     }
     running_ = true;
+    ran_ = 0;
+    run(job);
+    while (!later_.empty()) {
+      auto* next = later_.front();
+      later_.pop_front();
+      run(next);
+    }
+    running_ = false;
+  }
+
+ private:
+  void run(caf::resumable* job) {
+    ++ran_;
     switch (job->resume(this, max_inline)) {
       case caf::resumable::resume_later:
-        sched.enqueue(job);  // more in its mailbox: the scheduler goes on, with the reference
+        system().scheduler().enqueue(job);  // more in its mailbox: the scheduler goes on with it
         break;
       case caf::resumable::done:
       case caf::resumable::awaiting_message:
@@ -177,17 +196,17 @@ class inline_unit : public caf::execution_unit {
         intrusive_ptr_release(job);
         break;
     }
-    running_ = false;
   }
 
- private:
   bool running_ = false;
+  std::size_t ran_ = 0;
+  std::deque<caf::resumable*> later_;
 };
 
 caf::strong_actor_ptr make_sink(caf::actor_system& sys, std::shared_ptr<link> l) {
   caf::actor_config cfg;
-  return caf::make_actor<answer_sink, caf::strong_actor_ptr>(sys.next_actor_id(), sys.node(),
-                                                             &sys, cfg, std::move(l));
+  return caf::make_actor<answer_sink, caf::strong_actor_ptr>(sys.next_actor_id(), sys.node(), &sys,
+                                                             cfg, std::move(l));
 }
 
 /// The frame an error travels in.
@@ -197,10 +216,11 @@ out_frame error_frame(caf::actor_system& sys, const link::request& r, const caf:
 }
 
 out_frame link::late_frame(const request& r) {
-  return error_frame(sys, r, caf::make_error(caf::sec::request_timeout,
-                                             "bulk channel: shard " + std::to_string(r.target) +
-                                                 " did not answer within " +
-                                                 std::to_string(timeout.count()) + " ms"));
+  return error_frame(
+      sys, r,
+      caf::make_error(caf::sec::request_timeout, "bulk channel: shard " + std::to_string(r.target) +
+                                                     " did not answer within " +
+                                                     std::to_string(timeout.count()) + " ms"));
 }
 
 void link::answer(const request& r, caf::message& msg) {
@@ -244,9 +264,10 @@ void link::answer(const request& r, caf::message& msg) {
     });
   } else {
     out.send(error_frame(sys, r,
-                         make_error(errc::bad_message, "the shard answered with an unexpected "
-                                                       "message: " +
-                                                           to_string(msg))));
+                         make_error(errc::bad_message,
+                                    "the shard answered with an unexpected "
+                                    "message: " +
+                                        to_string(msg))));
   }
 }
 
@@ -384,8 +405,8 @@ struct server::impl {
     bool by_peer = true;
     for (;;) {
       // While requests wait at the shards, those past their deadline are answered in time.
-      if (auto due = l->next_deadline(); due != clk::time_point::max() &&
-                                         !wait_for(fd, POLLIN, due)) {
+      if (auto due = l->next_deadline();
+          due != clk::time_point::max() && !wait_for(fd, POLLIN, due)) {
         l->reap();
         continue;
       }

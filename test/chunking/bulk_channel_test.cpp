@@ -4,10 +4,10 @@
 // anything is allocated for them); a shard or a server that goes away fails what is outstanding
 // and takes the proxy down.
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <condition_variable>
+#include <cstring>
 #include <future>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -173,7 +173,8 @@ TEST_F(bulk_channel_test, pulls_pushes_and_push_pulls_cross_bit_for_bit) {
 // shard's own check is free; a NaN or infinity anywhere in 400 kB (which arrives in pieces)
 // leaves the values unmarked for the shard to refuse, and weights holding one are refused by the
 // worker's side.
-TEST_F(bulk_channel_test, non_finite_values_anywhere_reach_the_shard_unmarked_and_weights_are_refused) {
+TEST_F(bulk_channel_test,
+       non_finite_values_anywhere_reach_the_shard_unmarked_and_weights_are_refused) {
   auto p = proxy();
   ASSERT_TRUE(p);
   auto with = [](std::size_t at, float bad) {
@@ -193,7 +194,8 @@ TEST_F(bulk_channel_test, non_finite_values_anywhere_reach_the_shard_unmarked_an
   // The echo shard answers twice the pushed values: NaN comes back and the proxy refuses it.
   auto r = ask<weights>(p, push_pull_atom::value, grad(4, with(slice - 1, std::nanf(""))));
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code(), static_cast<std::uint8_t>(errc::non_finite)) << describe_error(r.error());
+  EXPECT_EQ(r.error().code(), static_cast<std::uint8_t>(errc::non_finite))
+      << describe_error(r.error());
   auto ok = ask<weights>(p, push_pull_atom::value, grad(5, ramp(slice, 1.f)));
   ASSERT_TRUE(ok) << describe_error(ok.error());
   EXPECT_TRUE(ok->values.all_finite());
@@ -234,8 +236,7 @@ struct holding_state {
 /// A shard that holds each pull until the next push arrives, as a sync barrier holds a worker's
 /// pull until its step is complete.
 shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_state> self,
-                                         std::int64_t n,
-                                         std::shared_ptr<held_pulls> seen) {
+                                         std::int64_t n, std::shared_ptr<held_pulls> seen) {
   return {
       [self, seen](pull_atom, const pull_request&) -> caf::result<weights> {
         self->state.held.push_back(self->make_response_promise<weights>());
@@ -257,6 +258,58 @@ shard_actor::behavior_type holding_shard(shard_actor::stateful_pointer<holding_s
       [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
       [](leave_atom, std::int32_t, bool) {},
   };
+}
+
+/// A front like a sync barrier: passes each push_pull on to `inner` and answers with its answer.
+shard_actor::behavior_type relay_shard(shard_actor::pointer self, shard_actor inner) {
+  return {
+      [self, inner](pull_atom, const pull_request& r) {
+        return self->delegate(inner, pull_atom::value, r);
+      },
+      [self, inner](push_atom, gradient& g) {
+        return self->delegate(inner, push_atom::value, std::move(g));
+      },
+      [self, inner](push_pull_atom, gradient& g) -> caf::result<weights> {
+        auto p = self->make_response_promise<weights>();
+        self->request(inner, caf::infinite, push_pull_atom::value, std::move(g))
+            .then([p](weights& w) mutable { p.deliver(std::move(w)); },
+                  [p](caf::error& e) mutable { p.deliver(std::move(e)); });
+        return p;
+      },
+      [](stats_atom) { return shard_stats{}; },
+      [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
+      [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
+      [](leave_atom, std::int32_t, bool) {},
+  };
+}
+
+// The ps node's thread runs the actor a request wakes and what that actor wakes in turn (a sync
+// barrier and its shard): many requests in flight through such a chain are all answered, in
+// order, each with what the inner shard made of its own push.
+TEST_F(bulk_channel_test, requests_through_a_front_and_its_shard_are_answered_in_order) {
+  auto front = sys->spawn(relay_shard, shard);
+  server->serve(5, front, slice);
+  auto made = bulk::spawn_proxy(*sys, at(), 5, slice, front, caf::actor{});
+  ASSERT_TRUE(made) << describe_error(made.error());
+  auto p = *made;
+  constexpr int n = 40;
+  for (int i = 0; i < n; ++i)
+    (*self)->send(p, push_pull_atom::value, grad(i, ramp(slice, static_cast<float>(i))));
+  std::vector<std::int64_t> versions;
+  for (int i = 0; i < n; ++i)
+    (*self)->receive(
+        [&](weights& w) {
+          auto twice = ramp(slice, static_cast<float>(versions.size())).to_vector();
+          for (auto& x : twice) x *= 2.f;
+          EXPECT_TRUE(same(w.values, tensor(twice))) << "answer " << versions.size();
+          versions.push_back(w.version);
+        },
+        [&](caf::error& e) { ADD_FAILURE() << describe_error(e); },
+        caf::after(10s) >> [&] { ADD_FAILURE() << "no answer within 10 s"; });
+  ASSERT_EQ(versions.size(), static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(versions[static_cast<std::size_t>(i)], i + 1);
+  caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(front, caf::exit_reason::kill);
 }
 
 // The ps node's thread hands requests to the shard and reads on: a request the shard holds does
