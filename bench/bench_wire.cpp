@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -47,6 +49,7 @@ struct row {
   std::size_t mb;
   double raw_gbs, caf_gbs, chunked_gbs;
   double bulk_gbs = 0;
+  double raw_beside_gbs = 0;  ///< raw TCP again, each repetition right before the bulk one
 };
 
 struct sweep_point {
@@ -54,6 +57,15 @@ struct sweep_point {
   int window;
   double gbs;
 };
+
+/// Sends one raw request: its op, its length and (for a push or push_pull) its bytes in one
+/// gathered write, as the bulk channel sends header and values with one sendmsg (three writes
+/// would send the op and the length as segments of their own, each waking the peer).
+void raw_request(tcp::socket& sock, char op, std::uint64_t n, const char* data) {
+  std::array<asio::const_buffer, 3> parts{asio::buffer(&op, 1), asio::buffer(&n, sizeof n),
+                                          asio::buffer(data, op == 'P' || op == 'X' ? n : 0)};
+  asio::write(sock, parts, whole_rest);
+}
 
 /// Raw TCP to the server process: push, pull and push_pull of each size, and one-byte round
 /// trips. The socket stays open so that its round trips interleave with the CAF and bulk ones.
@@ -73,13 +85,11 @@ class raw_client {
 
   /// One push ('P'), pull ('L') or push_pull ('X') of n bytes.
   void op(char op, std::uint64_t n) {
-    asio::write(sock_, asio::buffer(&op, 1));
-    asio::write(sock_, asio::buffer(&n, sizeof n));
-    if (op == 'P' || op == 'X') asio::write(sock_, asio::buffer(buf_.data(), n));
+    raw_request(sock_, op, n, buf_.data());
     if (op == 'P')
       asio::read(sock_, asio::buffer(&op, 1));
     else
-      asio::read(sock_, asio::buffer(buf_.data(), n));
+      asio::read(sock_, asio::buffer(buf_.data(), n), whole_rest);
   }
   /// Seconds of one one-byte round trip.
   double round_trip() {
@@ -140,8 +150,10 @@ struct caf_client {
         .receive([&](chunked_shard_actor& x) { g = std::move(x); }, [](caf::error& e) { fail(e); });
     return g;
   }
-  /// Median seconds of push (k = 0), pull (1) or push_pull (2) of `t` through `to`.
-  double time_op(const shard_actor& to, const tensor& t, int k) {
+  /// Median seconds of push (k = 0), pull (1) or push_pull (2) of `t` through `to`; with
+  /// `beside`, that runs (timed, its median in *beside_s) right before each repetition.
+  double time_op(const shard_actor& to, const tensor& t, int k,
+                 const std::function<void()>& beside = {}, double* beside_s = nullptr) {
     gradient g{0, 0, 0, 64, t};
     auto on_error = [](caf::error& e) { fail(e); };
     auto once = [&] {
@@ -156,8 +168,12 @@ struct caf_client {
             .receive([](weights&) {}, on_error);
     };
     once();
-    std::vector<double> ts;
-    for (int r = 0; r < reps; ++r) ts.push_back(time_s(once));
+    std::vector<double> ts, bs;
+    for (int r = 0; r < reps; ++r) {
+      if (beside) bs.push_back(time_s(beside));
+      ts.push_back(time_s(once));
+    }
+    if (beside_s && !bs.empty()) *beside_s = median(bs);
     return median(ts);
   }
 };
@@ -245,8 +261,8 @@ double round_trip(caf_client& c) {
 /// (rows[].bulk_gbs); then the small round trips, in turn: raw TCP, a CAF message, and a
 /// one-value pull through the bulk channel with no timeout, as workers send theirs (a request
 /// timeout would wake CAF's clock thread twice per request).
-round_trips measure_bulk(caf::actor_system& sys, caf_client& c, raw_client& raw,
-                         std::uint16_t port, std::vector<row>& rows) {
+round_trips measure_bulk(caf::actor_system& sys, caf_client& c, raw_client& raw, std::uint16_t port,
+                         std::vector<row>& rows) {
   bulk::endpoint at;
   at.host = "127.0.0.1";
   at.port = port;
@@ -265,9 +281,16 @@ round_trips measure_bulk(caf::actor_system& sys, caf_client& c, raw_client& raw,
     auto floats = static_cast<std::int64_t>((mb << 20) / sizeof(float));
     auto t = filled_tensor(floats);
     auto proxy = proxy_for(mb, floats);
-    for (int k = 0; k < 3; ++k, ++i)
-      rows[i].bulk_gbs =
-          (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20) / c.time_op(proxy, t, k) / 1e9;
+    for (int k = 0; k < 3; ++k, ++i) {
+      // Raw TCP's same operation right before each repetition: the ratio compares moments alike.
+      const char op = "PLX"[k];
+      const double bytes = (k == 2 ? 2.0 : 1.0) * static_cast<double>(mb << 20);
+      double raw_s = 0;
+      auto bulk_s = c.time_op(
+          proxy, t, k, [&] { raw.op(op, mb << 20); }, &raw_s);
+      rows[i].bulk_gbs = bytes / bulk_s / 1e9;
+      rows[i].raw_beside_gbs = bytes / raw_s / 1e9;
+    }
   }
   auto tiny = proxy_for(0, 1);
   std::vector<double> raw_ts, caf_ts, bulk_ts;
@@ -380,14 +403,17 @@ std::string wire_report(int reps, const std::vector<row>& rows,
      << " in flight; middleman.workers=0, moderate-poll-attempts=0); the shard there only moves "
         "bytes, as the raw TCP peer does. Bulk channel: the path training takes across nodes "
         "since [cluster] bulk-channel (the default): a bulk proxy here, its own TCP connection, "
-        "a thread there that asks the shard (cluster/bulk.hpp).\n\n"
+        "a thread there that asks the shard (cluster/bulk.hpp); each of its repetitions runs "
+        "right after one of raw TCP's, whose median the next column shows and its ratio "
+        "divides by.\n\n"
      << "| op | size | raw TCP GB/s | CAF one message GB/s | actrain over BASP GB/s | BASP / raw "
-        "TCP | actrain bulk channel GB/s | bulk / raw TCP |\n"
-     << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+        "TCP | actrain bulk channel GB/s | raw TCP in turn with it GB/s | bulk / raw TCP in turn "
+        "|\n"
+     << "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (auto& r : rows)
     md << "| " << r.op << " | " << r.mb << " MB | " << r.raw_gbs << " | " << r.caf_gbs << " | "
        << r.chunked_gbs << " | " << r.chunked_gbs / r.raw_gbs << " | " << r.bulk_gbs << " | "
-       << r.bulk_gbs / r.raw_gbs << " |\n";
+       << r.raw_beside_gbs << " | " << r.bulk_gbs / r.raw_beside_gbs << " |\n";
   md << "\n64 MB push_pull through proxy and gateway, by chunk size x window (GB/s): ";
   for (std::size_t k = 0; k < sweep.size(); ++k)
     md << (k ? ", " : "") << sweep[k].mib << " MiB x " << sweep[k].window << ": " << sweep[k].gbs;
@@ -395,9 +421,8 @@ std::string wire_report(int reps, const std::vector<row>& rows,
      << std::setprecision(1)
      << "Small-message round trip (medians of 2000, the three measured in turn in one loop): raw "
         "TCP "
-     << raw_rtt * 1e6 << " us, CAF "
-     << caf_rtt * 1e6 << " us, bulk channel (a one-value pull) " << bulk_rtt * 1e6 << " us ("
-     << std::setprecision(2) << bulk_rtt / raw_rtt << "x raw TCP).\n";
+     << raw_rtt * 1e6 << " us, CAF " << caf_rtt * 1e6 << " us, bulk channel (a one-value pull) "
+     << bulk_rtt * 1e6 << " us (" << std::setprecision(2) << bulk_rtt / raw_rtt << "x raw TCP).\n";
   if (tls) {
     md << "\nTLS (CAF's OpenSSL module, mutual authentication, EC P-256 certificates from "
           "scripts/make-certs.sh): the same push_pull through proxy and gateway, measured in the "
@@ -455,12 +480,8 @@ double raw_tcp_push_pull_seconds(std::uint64_t bytes, int reps) {
   sock.set_option(tcp::no_delay(true));
   std::vector<char> buf(bytes, 1);
   auto push_pull = [&] {
-    char op = 'X';
-    std::uint64_t n = bytes;
-    asio::write(sock, asio::buffer(&op, 1));
-    asio::write(sock, asio::buffer(&n, sizeof n));
-    asio::write(sock, asio::buffer(buf.data(), n));
-    asio::read(sock, asio::buffer(buf.data(), n));
+    raw_request(sock, 'X', bytes, buf.data());
+    asio::read(sock, asio::buffer(buf.data(), bytes), whole_rest);
   };
   push_pull();
   std::vector<double> t;
@@ -508,8 +529,8 @@ int bench_wire(const std::vector<std::string>& args) {
   if (server.ports[2] != 0) tls_rows = measure_tls(server.ports[2], reps, tls);
   int status = 0;
   ::waitpid(server.pid, &status, 0);
-  auto md =
-      wire_report(reps, rows, sweep, rtts.raw, rtts.caf, rtts.bulk, tls_rows ? &*tls_rows : nullptr);
+  auto md = wire_report(reps, rows, sweep, rtts.raw, rtts.caf, rtts.bulk,
+                        tls_rows ? &*tls_rows : nullptr);
   std::cout << md;
   if (doc) update_doc_section(benchmarks_doc_path(), "wire", md);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;

@@ -35,11 +35,11 @@ void serve_raw(tcp::socket sock) {
     }
     asio::read(sock, asio::buffer(&n, sizeof n));
     if (buf.size() < n) buf.resize(n);
-    if (op == 'P' || op == 'X') asio::read(sock, asio::buffer(buf.data(), n));
+    if (op == 'P' || op == 'X') asio::read(sock, asio::buffer(buf.data(), n), whole_rest);
     if (op == 'P')
       asio::write(sock, asio::buffer(&op, 1));
     else
-      asio::write(sock, asio::buffer(buf.data(), n));
+      asio::write(sock, asio::buffer(buf.data(), n), whole_rest);
   }
 }
 

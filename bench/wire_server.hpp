@@ -17,6 +17,14 @@ namespace actrain {
 /// The tensor sizes the bench moves, in MB.
 inline const std::vector<std::size_t> wire_sizes_mb{1, 16, 64};
 
+/// The completion condition raw TCP reads and writes its payloads with: the whole rest of the
+/// buffer in each recv/send, as the bulk channel does. Asio's default (transfer_all) caps each
+/// call at 64 KiB, so a 1 MB payload took 16 calls, each one a chance to sleep and be woken:
+/// a baseline slower than TCP itself.
+inline std::size_t whole_rest(const boost::system::error_code& ec, std::size_t) {
+  return ec ? 0 : static_cast<std::size_t>(-1);
+}
+
 /// Raw TCP peer: op byte + 8-byte size; 'P' read size, ack 1 byte; 'L' write size; 'X' read then
 /// write size; 'R' 1-byte echo; 'Q' quit.
 void serve_raw(boost::asio::ip::tcp::socket sock);
