@@ -14,6 +14,7 @@
 #include <boost/asio.hpp>
 
 #include "cluster/bulk_frames.hpp"
+#include "cluster/bulk_inline.hpp"
 
 namespace actrain::bulk {
 
@@ -147,6 +148,10 @@ class connection : public std::enable_shared_from_this<connection> {
     return out;
   }
 
+  /// On the reader thread, the unit answers are delivered on: a requester they wake (a worker
+  /// on the scheduler) runs there. Null on other threads (their deliveries wake the scheduler).
+  static thread_local caf::execution_unit* reading;
+
   void deliver(waiting& w, caf::message msg) {
     caf::actor_addr answerer;
     {
@@ -159,9 +164,9 @@ class connection : public std::enable_shared_from_this<connection> {
       w.stages.pop_back();
       next->enqueue(caf::make_mailbox_element(std::move(w.source), w.mid, std::move(w.stages),
                                               std::move(msg)),
-                    nullptr);
+                    reading);
     } else if (w.source) {
-      w.source->enqueue(std::move(self), w.mid.response_id(), std::move(msg), nullptr);
+      w.source->enqueue(std::move(self), w.mid.response_id(), std::move(msg), reading);
     }
   }
 
@@ -197,6 +202,11 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   void read_loop() {
+    inline_unit unit{sys_};
+    reading = &unit;
+    struct not_reading {
+      ~not_reading() { reading = nullptr; }
+    } on_return;
     tensor_pool pool(4);
     std::vector<char> meta;
     std::string why;
@@ -273,6 +283,8 @@ class connection : public std::enable_shared_from_this<connection> {
   frame_writer out_{fd_};
   std::thread reader_;
 };
+
+thread_local caf::execution_unit* connection::reading = nullptr;
 
 /// Connects with a deadline and presents the token; the socket's descriptor, or why not.
 caf::expected<int> dial(caf::actor_system& sys, const endpoint& at) {
@@ -353,7 +365,9 @@ class bulk_handle : public caf::monitorable_actor {
  public:
   bulk_handle(caf::actor_config& cfg, std::shared_ptr<connection> conn, std::uint32_t shard,
               caf::strong_actor_ptr proxy)
-      : caf::monitorable_actor(cfg), conn_(std::move(conn)), shard_(shard),
+      : caf::monitorable_actor(cfg),
+        conn_(std::move(conn)),
+        shard_(shard),
         proxy_(std::move(proxy)) {}
 
   void enqueue(caf::mailbox_element_ptr what, caf::execution_unit* host) override {

@@ -17,6 +17,7 @@
 #include <boost/asio.hpp>
 
 #include "cluster/bulk_frames.hpp"
+#include "cluster/bulk_inline.hpp"
 
 namespace actrain::bulk {
 
@@ -145,62 +146,6 @@ class answer_sink : public caf::monitorable_actor {
 
  private:
   std::shared_ptr<link> link_;
-};
-
-/// Runs the shard a connection thread hands a request to on that thread, which is awake and has
-/// the request's values in its cache, instead of waking a scheduler thread for it. CAF resumes an
-/// actor on the execution unit its enqueuer passes when the message wakes it (only one unit
-/// resumes an actor at a time), as its own scheduler workers do: this unit mirrors their loop.
-/// What the shard wakes in turn runs here too, after it, as a scheduler worker runs what its own
-/// jobs wake: a sync barrier's push to its shard and the shard's answer to the barrier make one
-/// chain on this thread instead of a hop to a scheduler thread and back. The unit runs at most
-/// `max_jobs` jobs of at most `max_inline` messages each per request (other connections'
-/// requests among them); the rest goes to the scheduler, so the thread is soon back to reading
-/// its own peer.
-class inline_unit : public caf::execution_unit {
- public:
-  static constexpr std::size_t max_inline = 8;
-  static constexpr std::size_t max_jobs = 4;
-
-  explicit inline_unit(caf::actor_system& sys) : caf::execution_unit(&sys) {}
-
-  void exec_later(caf::resumable* job) override {
-    if (running_) {
-      if (ran_ + later_.size() < max_jobs)
-        later_.push_back(job);  // keeps the reference the enqueue took
-      else
-        system().scheduler().enqueue(job);
-      return;
-    }
-    running_ = true;
-    ran_ = 0;
-    run(job);
-    while (!later_.empty()) {
-      auto* next = later_.front();
-      later_.pop_front();
-      run(next);
-    }
-    running_ = false;
-  }
-
- private:
-  void run(caf::resumable* job) {
-    ++ran_;
-    switch (job->resume(this, max_inline)) {
-      case caf::resumable::resume_later:
-        system().scheduler().enqueue(job);  // more in its mailbox: the scheduler goes on with it
-        break;
-      case caf::resumable::done:
-      case caf::resumable::awaiting_message:
-      case caf::resumable::shutdown_execution_unit:
-        intrusive_ptr_release(job);
-        break;
-    }
-  }
-
-  bool running_ = false;
-  std::size_t ran_ = 0;
-  std::deque<caf::resumable*> later_;
 };
 
 caf::strong_actor_ptr make_sink(caf::actor_system& sys, std::shared_ptr<link> l) {

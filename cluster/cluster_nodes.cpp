@@ -304,10 +304,10 @@ node_outcome rejoining(const cluster_options& opts, const std::shared_ptr<node_c
     // and a hello may reach a registrar that was just withdrawn and never answer: registration
     // is tried again, each attempt bounded by 5 s, until the deadline.
     for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                        steady_clock::now());
-      again.join_timeout = std::clamp(left, std::chrono::milliseconds(1),
-                                      std::chrono::milliseconds(5000));
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
+      again.join_timeout =
+          std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(5000));
       out = life(again);
       if (out.index >= 0 || steady_clock::now() >= deadline || killed()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -403,63 +403,60 @@ node_outcome run_ps_node(caf::actor_system& sys, const job_spec& job, const clus
   validate(opts.chunking);
   validate_replicas(job, opts);
   bool chunked = uses_chunking(job, opts);
-  return serve_ps_node(sys, job, opts, control, true,
-                       [&](caf::scoped_actor& self, const registrar_actor& reg, std::int32_t index,
-                           std::int32_t count, auto& keep, bulk::server* bulk) {
-                         // With replicas, updates go to the next ps node over a connection of
-                         // their own, open before this node's shards join (so before the job
-                         // runs): not through the coordinator node, where a switch of route
-                         // could reorder them, and a loss of that node is seen here at once.
-                         if (opts.replicas > 0 && count > 1 && opts.direct_connections)
-                           dial_ps_nodes(sys, self, reg, opts, (index + 1) % count);
-                         auto configs = make_shard_configs(job);
-                         auto sizes = slice_sizes(job);
-                         // sync over the bulk channel: this node runs its shards' barriers
-                         // (own_fronts), so a step's slices reach them in one hop and the mean
-                         // goes to the shard in-process. Only sync: its workers have one request
-                         // per shard in flight, while an ssp worker's prefetched pull, held by
-                         // the barrier, would stall the push behind it on the channel's
-                         // connection (answered one frame at a time).
-                         const auto topo = plan_topology(job, placement::cluster);
-                         const bool own_fronts =
-                             bulk && topo.barriers && job.mode == "sync" && !chunked;
-                         for (std::size_t s = 0; s < configs.size(); ++s) {
-                           if (static_cast<std::int32_t>(s) % count != index) continue;
-                           shard_actor h = sys.spawn(shard, std::move(configs[s]));
-                           keep(caf::actor_cast<caf::actor>(h));
-                           const auto si = static_cast<std::int32_t>(s);
-                           if (own_fronts) {
-                             // Tracks every worker index a cluster can hand out: the coordinator
-                             // node's [cluster] max-workers need not be known here.
-                             shard_actor b = sys.spawn(
-                                 barrier, front_config(job, topo, s, h, max_cluster_workers));
-                             keep(caf::actor_cast<caf::actor>(b));
-                             bulk->serve(si, b, sizes[s]);
-                             self->send(reg, join_front_atom::value, si, b);
-                           } else if (bulk) {
-                             bulk->serve(si, h, sizes[s]);
-                           }
-                           if (chunked) {
-                             // Other nodes get the gateway (linked to the shard: either going
-                             // down takes the other).
-                             h = sys.spawn(shard_gateway, h, sizes[s], opts.chunking);
-                             keep(caf::actor_cast<caf::actor>(h));
-                           }
-                           self->send(reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
-                         }
-                         // [cluster] replicas = 1: copies of the shards of the ps node before
-                         // this one, fed by their primaries once the job runs.
-                         if (opts.replicas < 1 || count < 2) return;
-                         auto copies = make_shard_configs(job);
-                         for (std::size_t s = 0; s < copies.size(); ++s) {
-                           if (static_cast<std::int32_t>(s) % count != (index + count - 1) % count)
-                             continue;
-                           auto r = sys.spawn(shard, std::move(copies[s]));
-                           keep(caf::actor_cast<caf::actor>(r));
-                           self->send(reg, join_replica_atom::value, static_cast<std::int32_t>(s),
-                                      r);
-                         }
-                       });
+  return serve_ps_node(
+      sys, job, opts, control, true,
+      [&](caf::scoped_actor& self, const registrar_actor& reg, std::int32_t index,
+          std::int32_t count, auto& keep, bulk::server* bulk) {
+        // With replicas, updates go to the next ps node over a connection of
+        // their own, open before this node's shards join (so before the job
+        // runs): not through the coordinator node, where a switch of route
+        // could reorder them, and a loss of that node is seen here at once.
+        if (opts.replicas > 0 && count > 1 && opts.direct_connections)
+          dial_ps_nodes(sys, self, reg, opts, (index + 1) % count);
+        auto configs = make_shard_configs(job);
+        auto sizes = slice_sizes(job);
+        // sync over the bulk channel: this node runs its shards' barriers
+        // (own_fronts), so a step's slices reach them in one hop and the mean
+        // goes to the shard in-process. Only sync: its workers have one request
+        // per shard in flight, while an ssp worker's prefetched pull, held by
+        // the barrier, would stall the push behind it on the channel's
+        // connection (answered one frame at a time).
+        const auto topo = plan_topology(job, placement::cluster);
+        const bool own_fronts = bulk && topo.barriers && job.mode == "sync" && !chunked;
+        for (std::size_t s = 0; s < configs.size(); ++s) {
+          if (static_cast<std::int32_t>(s) % count != index) continue;
+          shard_actor h = sys.spawn(shard, std::move(configs[s]));
+          keep(caf::actor_cast<caf::actor>(h));
+          const auto si = static_cast<std::int32_t>(s);
+          if (own_fronts) {
+            // Tracks every worker index a cluster can hand out: the coordinator
+            // node's [cluster] max-workers need not be known here.
+            shard_actor b = sys.spawn(barrier, front_config(job, topo, s, h, max_cluster_workers));
+            keep(caf::actor_cast<caf::actor>(b));
+            bulk->serve(si, b, sizes[s]);
+            self->send(reg, join_front_atom::value, si, b);
+          } else if (bulk) {
+            bulk->serve(si, h, sizes[s]);
+          }
+          if (chunked) {
+            // Other nodes get the gateway (linked to the shard: either going
+            // down takes the other).
+            h = sys.spawn(shard_gateway, h, sizes[s], opts.chunking);
+            keep(caf::actor_cast<caf::actor>(h));
+          }
+          self->send(reg, join_shard_atom::value, static_cast<std::int32_t>(s), h);
+        }
+        // [cluster] replicas = 1: copies of the shards of the ps node before
+        // this one, fed by their primaries once the job runs.
+        if (opts.replicas < 1 || count < 2) return;
+        auto copies = make_shard_configs(job);
+        for (std::size_t s = 0; s < copies.size(); ++s) {
+          if (static_cast<std::int32_t>(s) % count != (index + count - 1) % count) continue;
+          auto r = sys.spawn(shard, std::move(copies[s]));
+          keep(caf::actor_cast<caf::actor>(r));
+          self->send(reg, join_replica_atom::value, static_cast<std::int32_t>(s), r);
+        }
+      });
 }
 
 node_outcome run_sparse_ps_node(caf::actor_system& sys, const sparse_job& job,
@@ -506,7 +503,9 @@ node_outcome serve_worker_node_once(caf::actor_system& sys, const job_spec& job,
   wc.source = data->train_source;
   if (opts.worker_delay_s > 0) wc.delay_s = opts.worker_delay_s;
   validate(opts.chunking);
-  worker_actor h = spawn_worker(sys, std::move(wc), !opts.worker_on_scheduler);
+  // With the bulk channel the worker runs on the scheduler: the reader thread that delivers the
+  // weights it waits for runs it (cluster/bulk_inline.hpp), so a step wakes no thread of its own.
+  worker_actor h = spawn_worker(sys, std::move(wc), !opts.worker_on_scheduler && bulk.empty());
   if (control) control->add(caf::actor_cast<caf::actor>(h));
   std::vector<caf::actor> mine{caf::actor_cast<caf::actor>(h)};
   if (uses_chunking(job, opts) || !bulk.empty()) {

@@ -107,7 +107,9 @@ struct cluster_options {
   /// Worker node: its worker runs on the node's scheduler instead of a thread of its own.
   /// Simulated nodes (actrain::testing) set it: CAF 0.17's actor_system destructor waits
   /// forever for a detached actor that something still references when it ends, which a few
-  /// percent of simulated runs hit (docs/testing.md); a scheduled actor is not waited for.
+  /// percent of simulated runs hit (docs/testing.md); a scheduled actor is not waited for. A
+  /// worker whose shards it reaches over the bulk channel runs on the scheduler either way: the
+  /// reader thread that delivers its weights runs it (docs/protocol.md, "The bulk channel").
   bool worker_on_scheduler = false;
   /// Slices larger than chunking.chunk_bytes cross nodes in chunks through a gateway on the
   /// shard's node and a proxy on the user's node (cluster/chunking.hpp). Every node of a cluster

@@ -3,13 +3,16 @@
 // length and a hostile peer's frames are refused with errors that say what is wrong (before
 // anything is allocated for them); a shard or a server that goes away fails what is outstanding
 // and takes the proxy down.
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -310,6 +313,64 @@ TEST_F(bulk_channel_test, requests_through_a_front_and_its_shard_are_answered_in
   for (int i = 0; i < n; ++i) EXPECT_EQ(versions[static_cast<std::size_t>(i)], i + 1);
   caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(front, caf::exit_reason::kill);
+}
+
+/// Like a worker: sends the next push_pull from the handler of the previous answer, `left` more
+/// times, and records the thread each answer ran on; then reports how many it got.
+struct chained_state {
+  std::vector<std::thread::id> threads;
+  std::vector<std::int64_t> versions;
+};
+
+caf::behavior chained_requester(caf::stateful_actor<chained_state>* self, shard_actor to, int left,
+                                caf::actor report) {
+  auto next = std::make_shared<std::function<void(int)>>();
+  *next = [self, to, report, next](int n) {
+    self->request(to, caf::infinite, push_pull_atom::value,
+                  grad(static_cast<std::int64_t>(self->state.versions.size()), ramp(slice, 1.f)))
+        .then(
+            [self, report, next, n](weights& w) {
+              self->state.threads.push_back(std::this_thread::get_id());
+              self->state.versions.push_back(w.version);
+              if (n > 1) {
+                (*next)(n - 1);
+                return;
+              }
+              auto& t = self->state.threads;
+              auto one_thread =
+                  std::all_of(t.begin() + 1, t.end(), [&](auto id) { return id == t[1]; });
+              self->send(report, self->state.versions, one_thread);
+              self->quit();
+            },
+            [self, report](caf::error& e) {
+              self->send(report, e);
+              self->quit();
+            });
+  };
+  (*next)(left);
+  return {[](int) {}};
+}
+
+// A requester on the scheduler (as a worker node's worker is) is run by the reader thread that
+// delivers its answer, and sends its next request from there: every answer after the first runs
+// on that one thread, and none waits for another.
+TEST_F(bulk_channel_test, a_requester_is_run_by_the_reader_that_answers_it_and_sends_from_there) {
+  auto p = proxy();
+  ASSERT_TRUE(p);
+  constexpr int n = 30;
+  self->ptr()->spawn(chained_requester, p, n, caf::actor{*self});
+  bool done = false;
+  (*self)->receive(
+      [&](const std::vector<std::int64_t>& versions, bool one_thread) {
+        done = true;
+        ASSERT_EQ(versions.size(), static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) EXPECT_EQ(versions[static_cast<std::size_t>(i)], i + 1);
+        EXPECT_TRUE(one_thread) << "answers ran on more than one thread";
+      },
+      [&](caf::error& e) { ADD_FAILURE() << describe_error(e); },
+      caf::after(20s) >> [&] { ADD_FAILURE() << "the chain did not finish within 20 s"; });
+  EXPECT_TRUE(done);
+  caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
 }
 
 // The ps node's thread hands requests to the shard and reads on: a request the shard holds does
