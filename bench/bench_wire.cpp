@@ -123,7 +123,28 @@ void measure_raw(raw_client& raw, int reps, std::vector<row>& rows) {
 /// path sees the same moments of this shared machine.
 struct round_trips {
   double raw = 0, caf = 0, bulk = 0;
+  double bulk_blocking = 0;  ///< the bulk channel's pull from a blocking (scoped) actor
 };
+
+using time_pull_atom = caf::atom_constant<caf::atom("timepull")>;
+
+/// A worker's side of the small round trip: an actor on the scheduler, as a worker node's worker
+/// is, that times one one-value pull through `to` per request, from sending it to the handler of
+/// its answer (run by the reader thread that received it, as the worker's next step is), and
+/// answers with the seconds.
+caf::behavior pull_timer(caf::event_based_actor* self, shard_actor to) {
+  return {[self, to](time_pull_atom) -> caf::result<double> {
+    auto rp = self->make_response_promise<double>();
+    auto t0 = clk::now();
+    self->request(to, caf::infinite, pull_atom::value, pull_request{0, 0})
+        .then(
+            [rp, t0](weights&) mutable {
+              rp.deliver(std::chrono::duration<double>(clk::now() - t0).count());
+            },
+            [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+    return rp;
+  }};
+}
 
 /// The CAF side: a scoped actor talking to the server process's wire_server.
 struct caf_client {
@@ -293,18 +314,23 @@ round_trips measure_bulk(caf::actor_system& sys, caf_client& c, raw_client& raw,
     }
   }
   auto tiny = proxy_for(0, 1);
-  std::vector<double> raw_ts, caf_ts, bulk_ts;
+  auto timer = sys.spawn(pull_timer, tiny);
+  std::vector<double> raw_ts, caf_ts, bulk_ts, blocking_ts;
   auto got_tick = [](std::int32_t) {};
+  auto fail = [](caf::error& e) { caf_client::fail(e); };
   for (int r = 0; r < 2000; ++r) {
     raw_ts.push_back(raw.round_trip());
     caf_ts.push_back(time_s([&] { c.call(got_tick, tick_atom::value); }));
-    bulk_ts.push_back(time_s([&] {
+    c.self->request(timer, caf::infinite, time_pull_atom::value)
+        .receive([&](double seconds) { bulk_ts.push_back(seconds); }, fail);
+    blocking_ts.push_back(time_s([&] {
       c.self->request(tiny, caf::infinite, pull_atom::value, pull_request{0, 0})
-          .receive([](weights&) {}, [](caf::error& e) { caf_client::fail(e); });
+          .receive([](weights&) {}, fail);
     }));
   }
+  c.self->send_exit(timer, caf::exit_reason::user_shutdown);
   for (auto& p : proxies) c.self->send_exit(p, caf::exit_reason::user_shutdown);
-  return {median(raw_ts), median(caf_ts), median(bulk_ts)};
+  return {median(raw_ts), median(caf_ts), median(bulk_ts), median(blocking_ts)};
 }
 
 /// Everything through CAF, then the bulk channel; returns the small-message round trips.
@@ -388,8 +414,9 @@ tls_options bench_certificates(std::string dir) {
 }
 
 std::string wire_report(int reps, const std::vector<row>& rows,
-                        const std::vector<sweep_point>& sweep, double raw_rtt, double caf_rtt,
-                        double bulk_rtt, const tls_figures* tls) {
+                        const std::vector<sweep_point>& sweep, const round_trips& rtt,
+                        const tls_figures* tls) {
+  const double raw_rtt = rtt.raw, caf_rtt = rtt.caf, bulk_rtt = rtt.bulk;
   std::ostringstream md;
   md << std::fixed << std::setprecision(2);
   md << "`actrain bench wire` (two processes on 127.0.0.1 sharing this machine's "
@@ -419,10 +446,14 @@ std::string wire_report(int reps, const std::vector<row>& rows,
     md << (k ? ", " : "") << sweep[k].mib << " MiB x " << sweep[k].window << ": " << sweep[k].gbs;
   md << ".\n"
      << std::setprecision(1)
-     << "Small-message round trip (medians of 2000, the three measured in turn in one loop): raw "
-        "TCP "
-     << raw_rtt * 1e6 << " us, CAF " << caf_rtt * 1e6 << " us, bulk channel (a one-value pull) "
-     << bulk_rtt * 1e6 << " us (" << std::setprecision(2) << bulk_rtt / raw_rtt << "x raw TCP).\n";
+     << "Small-message round trip (medians of 2000, measured in turn in one loop): raw TCP "
+     << raw_rtt * 1e6 << " us, CAF " << caf_rtt * 1e6
+     << " us, bulk channel (a one-value pull from an actor on the scheduler, as a worker sends "
+        "it: its answer's handler runs on the reader thread) "
+     << bulk_rtt * 1e6 << " us (" << std::setprecision(2) << bulk_rtt / raw_rtt
+     << "x raw TCP); the same pull from a blocking scoped actor, which the reader has to wake, "
+     << std::setprecision(1) << rtt.bulk_blocking * 1e6 << " us (" << std::setprecision(2)
+     << rtt.bulk_blocking / raw_rtt << "x).\n";
   if (tls) {
     md << "\nTLS (CAF's OpenSSL module, mutual authentication, EC P-256 certificates from "
           "scripts/make-certs.sh): the same push_pull through proxy and gateway, measured in the "
@@ -529,8 +560,7 @@ int bench_wire(const std::vector<std::string>& args) {
   if (server.ports[2] != 0) tls_rows = measure_tls(server.ports[2], reps, tls);
   int status = 0;
   ::waitpid(server.pid, &status, 0);
-  auto md = wire_report(reps, rows, sweep, rtts.raw, rtts.caf, rtts.bulk,
-                        tls_rows ? &*tls_rows : nullptr);
+  auto md = wire_report(reps, rows, sweep, rtts, tls_rows ? &*tls_rows : nullptr);
   std::cout << md;
   if (doc) update_doc_section(benchmarks_doc_path(), "wire", md);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
