@@ -7,9 +7,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
-#include <functional>
 #include <future>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -315,45 +315,56 @@ TEST_F(bulk_channel_test, requests_through_a_front_and_its_shard_are_answered_in
   caf::anon_send_exit(front, caf::exit_reason::kill);
 }
 
-/// Like a worker: sends the next push_pull from the handler of the previous answer, `left` more
-/// times, and records the thread each answer ran on; then reports how many it got.
+/// Like a worker: sends the next push_pull from the handler of the previous answer until `left`
+/// answers came, recording the thread each one ran on; then reports the versions it got and how
+/// many answers the thread that ran the most of them ran.
 struct chained_state {
   std::vector<std::thread::id> threads;
   std::vector<std::int64_t> versions;
+  int left = 0;
+  shard_actor to;
+  caf::actor report;
 };
 
-caf::behavior chained_requester(caf::stateful_actor<chained_state>* self, shard_actor to, int left,
-                                caf::actor report) {
-  auto next = std::make_shared<std::function<void(int)>>();
-  *next = [self, to, report, next](int n) {
-    self->request(to, caf::infinite, push_pull_atom::value,
-                  grad(static_cast<std::int64_t>(self->state.versions.size()), ramp(slice, 1.f)))
-        .then(
-            [self, report, next, n](weights& w) {
-              self->state.threads.push_back(std::this_thread::get_id());
-              self->state.versions.push_back(w.version);
-              if (n > 1) {
-                (*next)(n - 1);
-                return;
-              }
-              auto& t = self->state.threads;
-              auto one_thread =
-                  std::all_of(t.begin() + 1, t.end(), [&](auto id) { return id == t[1]; });
-              self->send(report, self->state.versions, one_thread);
-              self->quit();
-            },
-            [self, report](caf::error& e) {
-              self->send(report, e);
-              self->quit();
-            });
-  };
-  (*next)(left);
+using chained_ptr = caf::stateful_actor<chained_state>*;
+
+void send_next(chained_ptr self) {
+  auto& st = self->state;
+  self->request(st.to, caf::infinite, push_pull_atom::value,
+                grad(static_cast<std::int64_t>(st.versions.size()), ramp(slice, 1.f)))
+      .then(
+          [self](weights& w) {
+            auto& st = self->state;
+            st.threads.push_back(std::this_thread::get_id());
+            st.versions.push_back(w.version);
+            if (--st.left > 0) {
+              send_next(self);
+              return;
+            }
+            std::map<std::thread::id, std::int32_t> per_thread;
+            std::int32_t most = 0;
+            for (auto id : st.threads) most = std::max(most, ++per_thread[id]);
+            self->send(st.report, st.versions, most);
+            self->quit();
+          },
+          [self](caf::error& e) {
+            self->send(self->state.report, e);
+            self->quit();
+          });
+}
+
+caf::behavior chained_requester(chained_ptr self, shard_actor to, int left, caf::actor report) {
+  self->state.left = left;
+  self->state.to = std::move(to);
+  self->state.report = std::move(report);
+  send_next(self);
   return {[](int) {}};
 }
 
 // A requester on the scheduler (as a worker node's worker is) is run by the reader thread that
-// delivers its answer, and sends its next request from there: every answer after the first runs
-// on that one thread, and none waits for another.
+// delivers its answer, and sends its next request from there: its answers run on that one
+// thread (all but the first few at most, should the thread that spawned it still be running it
+// when they come), where the scheduler would take turns among its threads, and none waits.
 TEST_F(bulk_channel_test, a_requester_is_run_by_the_reader_that_answers_it_and_sends_from_there) {
   auto p = proxy();
   ASSERT_TRUE(p);
@@ -361,11 +372,11 @@ TEST_F(bulk_channel_test, a_requester_is_run_by_the_reader_that_answers_it_and_s
   self->ptr()->spawn(chained_requester, p, n, caf::actor{*self});
   bool done = false;
   (*self)->receive(
-      [&](const std::vector<std::int64_t>& versions, bool one_thread) {
+      [&](const std::vector<std::int64_t>& versions, std::int32_t on_one_thread) {
         done = true;
         ASSERT_EQ(versions.size(), static_cast<std::size_t>(n));
         for (int i = 0; i < n; ++i) EXPECT_EQ(versions[static_cast<std::size_t>(i)], i + 1);
-        EXPECT_TRUE(one_thread) << "answers ran on more than one thread";
+        EXPECT_GE(on_one_thread, n - 3) << "the answers ran on several threads";
       },
       [&](caf::error& e) { ADD_FAILURE() << describe_error(e); },
       caf::after(20s) >> [&] { ADD_FAILURE() << "the chain did not finish within 20 s"; });
