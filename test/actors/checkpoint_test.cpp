@@ -126,10 +126,14 @@ TEST_F(checkpoint_jobs, a_resumed_async_job_trains_every_row_and_converges) {
   ASSERT_TRUE(resumed.ok) << resumed.error;
   EXPECT_EQ(resumed.samples, full.samples);
   // Each worker's cut is its last report (every 10 steps): the updates it pushed after that
-  // report are in the shards and are trained once more, at most 10 + window (2) per worker.
+  // report are in the shards and are trained once more, at most 10 + window (2) per worker. At
+  // least every batch of the job's rows reaches each shard; not always as many updates as the
+  // full run's: a worker that finishes first takes a share of a slower one's rows, which adds a
+  // short batch when the rows do not split evenly, in either run (the full one saw 501 in CI).
   ASSERT_EQ(resumed.shards.size(), full.shards.size());
+  const auto batches = static_cast<std::int64_t>(full.samples / job.batch);
   for (std::size_t s = 0; s < full.shards.size(); ++s) {
-    EXPECT_GE(resumed.shards[s].version, full.shards[s].version) << s;
+    EXPECT_GE(resumed.shards[s].version, batches) << s;
     EXPECT_LE(resumed.shards[s].version, full.shards[s].version + 2 * 12) << s;
   }
   // The same job from a cut: as close to least squares as the uninterrupted run.
