@@ -2,6 +2,7 @@
 #include "cluster/bulk_frames.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -101,8 +102,15 @@ std::string write_all(int fd, out_frame& f) {
   return {};
 }
 
+void name_this_thread(const char* name) {
+  ::pthread_setname_np(::pthread_self(), name);
+}
+
 void frame_writer::start() {
-  thread_ = std::thread([this] { write_loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("actrain.bulk-wr");
+    write_loop();
+  });
 }
 
 void frame_writer::send(out_frame f) {
@@ -171,8 +179,7 @@ void frame_writer::write_loop() {
 /// Reads n floats into `out`, checking each piece the socket delivers while the next one is still
 /// on its way (the check reads values the copy just left in the cache); `finite` tells whether
 /// every value is finite.
-std::string read_floats(int fd, float* out, std::size_t n, clk::time_point deadline,
-                        bool& finite) {
+std::string read_floats(int fd, float* out, std::size_t n, clk::time_point deadline, bool& finite) {
   auto* p = reinterpret_cast<char*>(out);
   const std::size_t total = n * sizeof(float);
   std::size_t got = 0, checked = 0;  // bytes read; floats checked

@@ -8,13 +8,13 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -47,6 +47,9 @@ struct out_frame {
 /// Writes what is left of `f` with one sendmsg; returns bytes written, 0 when the socket takes
 /// nothing now (dontwait), or -1 with errno set.
 ssize_t send_some(int fd, out_frame& f, bool dontwait);
+
+/// Names the calling thread (at most 15 characters), as `top -H` and profilers show it.
+void name_this_thread(const char* name);
 
 /// Writes all of `f`, blocking; "" or why not.
 std::string write_all(int fd, out_frame& f);

@@ -41,7 +41,10 @@ class connection : public std::enable_shared_from_this<connection> {
     proxy_ = std::move(proxy);
     // The reader holds the connection: an answer it delivers can drop the last reference to
     // the proxy (and so to this connection) on this very thread.
-    reader_ = std::thread([self = shared_from_this()] { self->read_loop(); });
+    reader_ = std::thread([self = shared_from_this()] {
+      name_this_thread("actrain.bulk-rd");  // on a worker node it runs the worker too
+      self->read_loop();
+    });
     out_.start();
   }
 

@@ -276,6 +276,7 @@ struct server::impl {
       auto& c = connections.back();
       c.fd = sock.release();
       c.thread = std::thread([this, &c] {
+        name_this_thread("actrain.bulk-ps");
         bool ended_by_peer = serve_connection(c);
         std::lock_guard<std::mutex> g(mtx);
         if (!ended_by_peer) ::shutdown(c.fd, SHUT_RDWR);  // the refused peer sees the end
@@ -484,7 +485,10 @@ caf::expected<std::uint16_t> server::listen(const std::string& bind, std::uint16
                                             (bind.empty() ? std::string("*") : bind) + ":" +
                                             std::to_string(port) + ": " + ec.message());
   auto bound = d.acceptor.local_endpoint().port();
-  d.accepting = std::thread([p = impl_] { p->accept_loop(); });
+  d.accepting = std::thread([p = impl_] {
+    name_this_thread("actrain.bulk-ac");
+    p->accept_loop();
+  });
   return bound;
 }
 
