@@ -58,20 +58,12 @@ struct sweep_point {
   double gbs;
 };
 
-/// Sends one raw request: its op, its length and (for a push or push_pull) its bytes in one
-/// gathered write, as the bulk channel sends header and values with one sendmsg (three writes
-/// would send the op and the length as segments of their own, each waking the peer).
-void raw_request(tcp::socket& sock, char op, std::uint64_t n, const char* data) {
-  std::array<asio::const_buffer, 3> parts{asio::buffer(&op, 1), asio::buffer(&n, sizeof n),
-                                          asio::buffer(data, op == 'P' || op == 'X' ? n : 0)};
-  asio::write(sock, parts, whole_rest);
-}
-
 /// Raw TCP to the server process: push, pull and push_pull of each size, and one-byte round
 /// trips. The socket stays open so that its round trips interleave with the CAF and bulk ones.
 class raw_client {
  public:
-  explicit raw_client(std::uint16_t port) : sock_(io_), buf_(64u << 20, 1) {
+  /// Connects to the raw peer on `port`; payloads up to `max_bytes`.
+  raw_client(std::uint16_t port, std::size_t max_bytes) : sock_(io_), buf_(max_bytes, 1) {
     sock_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
     sock_.set_option(tcp::no_delay(true));
   }
@@ -83,9 +75,15 @@ class raw_client {
   raw_client(const raw_client&) = delete;
   raw_client& operator=(const raw_client&) = delete;
 
-  /// One push ('P'), pull ('L') or push_pull ('X') of n bytes.
+  /// One push ('P'), pull ('L') or push_pull ('X') of n bytes. The op, its length and a push's
+  /// bytes leave in one gathered write, as the bulk channel sends a header and its values with
+  /// one sendmsg (three writes would send the op and the length as segments of their own, each
+  /// waking the peer).
   void op(char op, std::uint64_t n) {
-    raw_request(sock_, op, n, buf_.data());
+    std::array<asio::const_buffer, 3> parts{
+        asio::buffer(&op, 1), asio::buffer(&n, sizeof n),
+        asio::buffer(buf_.data(), op == 'P' || op == 'X' ? n : 0)};
+    asio::write(sock_, parts, whole_rest);
     if (op == 'P')
       asio::read(sock_, asio::buffer(&op, 1));
     else
@@ -505,20 +503,13 @@ double raw_tcp_push_pull_seconds(std::uint64_t bytes, int reps) {
     throw std::runtime_error("raw tcp: the peer process did not start");
   }
   ::close(fds[0]);
-  asio::io_context io;
-  tcp::socket sock(io);
-  sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  sock.set_option(tcp::no_delay(true));
-  std::vector<char> buf(bytes, 1);
-  auto push_pull = [&] {
-    raw_request(sock, 'X', bytes, buf.data());
-    asio::read(sock, asio::buffer(buf.data(), bytes), whole_rest);
-  };
-  push_pull();
   std::vector<double> t;
-  for (int r = 0; r < reps; ++r) t.push_back(time_s(push_pull));
-  char q = 'Q';
-  asio::write(sock, asio::buffer(&q, 1));
+  {
+    raw_client raw(port, bytes);  // says 'Q' when it goes
+    auto push_pull = [&] { raw.op('X', bytes); };
+    push_pull();
+    for (int r = 0; r < reps; ++r) t.push_back(time_s(push_pull));
+  }
   ::waitpid(pid, nullptr, 0);
   return median(t);
 }
@@ -552,7 +543,7 @@ int bench_wire(const std::vector<std::string>& args) {
   std::vector<sweep_point> sweep;
   round_trips rtts;
   {
-    raw_client raw(server.ports[0]);
+    raw_client raw(server.ports[0], wire_sizes_mb.back() << 20);
     measure_raw(raw, reps, rows);
     rtts = measure_caf(raw, server.ports[1], server.ports[3], reps, rows, sweep);
   }

@@ -48,22 +48,33 @@ bool wait_for(int fd, short events, clk::time_point deadline) {
   }
 }
 
-/// Reads exactly n bytes; "" or why not ("closed", a timeout, errno's text).
-std::string read_exact(int fd, void* out, std::size_t n, clk::time_point deadline) {
-  auto* p = static_cast<char*>(out);
-  while (n > 0) {
+namespace {
+
+/// Reads exactly n bytes, calling on_piece(bytes read so far) after each recv; "" or why not
+/// ("closed", a timeout, errno's text).
+template <class OnPiece>
+std::string read_pieces(int fd, char* out, std::size_t n, clk::time_point deadline,
+                        OnPiece on_piece) {
+  std::size_t got = 0;
+  while (got < n) {
     if (deadline != clk::time_point::max() && !wait_for(fd, POLLIN, deadline))
       return "timed out waiting for the peer";
-    auto r = ::recv(fd, p, n, 0);
+    auto r = ::recv(fd, out + got, n - got, 0);
     if (r == 0) return "connection closed by the peer";
     if (r < 0) {
       if (errno == EINTR) continue;
       return std::strerror(errno);
     }
-    p += r;
-    n -= static_cast<std::size_t>(r);
+    got += static_cast<std::size_t>(r);
+    on_piece(got);
   }
   return {};
+}
+
+}  // namespace
+
+std::string read_exact(int fd, void* out, std::size_t n, clk::time_point deadline) {
+  return read_pieces(fd, static_cast<char*>(out), n, deadline, [](std::size_t) {});
 }
 
 /// Writes what is left of `f` with one sendmsg; returns bytes written, 0 when the socket takes
@@ -174,32 +185,24 @@ void frame_writer::write_loop() {
   }
 }
 
-/// Reads a frame's metadata and values (its header read and checked); values land in a buffer
-/// from `pool` (recycled, not zero-filled, when one is free).
+namespace {
+
 /// Reads n floats into `out`, checking each piece the socket delivers while the next one is still
 /// on its way (the check reads values the copy just left in the cache); `finite` tells whether
 /// every value is finite.
 std::string read_floats(int fd, float* out, std::size_t n, clk::time_point deadline, bool& finite) {
-  auto* p = reinterpret_cast<char*>(out);
-  const std::size_t total = n * sizeof(float);
-  std::size_t got = 0, checked = 0;  // bytes read; floats checked
+  std::size_t checked = 0;  // floats
   finite = true;
-  while (got < total) {
-    if (deadline != clk::time_point::max() && !wait_for(fd, POLLIN, deadline))
-      return "timed out waiting for the peer";
-    auto r = ::recv(fd, p + got, total - got, 0);
-    if (r == 0) return "connection closed by the peer";
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return std::strerror(errno);
-    }
-    got += static_cast<std::size_t>(r);
-    const std::size_t whole = got / sizeof(float);
-    if (finite) finite = all_finite(span<const float>(out + checked, whole - checked));
-    checked = whole;
-  }
-  return {};
+  return read_pieces(fd, reinterpret_cast<char*>(out), n * sizeof(float), deadline,
+                     [&](std::size_t got) {
+                       const std::size_t whole = got / sizeof(float);
+                       if (finite)
+                         finite = all_finite(span<const float>(out + checked, whole - checked));
+                       checked = whole;
+                     });
 }
+
+}  // namespace
 
 std::string read_body(int fd, const header& h, std::vector<char>& meta, tensor& values,
                       tensor_pool& pool, clk::time_point deadline) {
