@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -222,7 +223,14 @@ std::string side_by_side_intro(const engine_options& o) {
          "median over the runs of the engine's samples/s over the mean of its two neighbours "
          "(slowest-fastest in brackets). Evaluation is not timed. The engine's figure is "
          "training wall time from the first assignment to the last step, every message "
-         "included.\n\n";
+         "included. Cores: every side runs in this one process (no side crosses a process "
+         "boundary). The reference trainer and PyTorch compute on one thread; the engine's "
+         "1-worker side computes on one thread too, but its shard's optimizer step runs on a "
+         "scheduler thread beside it, so it may use both of this machine's " +
+         std::to_string(std::thread::hardware_concurrency()) +
+         " cores, and its 2-worker side computes on two: *engine / PyTorch* compares the "
+         "engine on up to that many cores with PyTorch on one, not like for like "
+         "(`actrain bench cluster` compares sides on the same cores).\n\n";
 }
 
 std::string floor_section(const std::vector<floor_t>& floors, const std::string& torch_spread,
@@ -269,7 +277,8 @@ void side_by_side(caf::actor_system& sys, const engine_options& o,
     torch_note = "PyTorch not measured (/usr/bin/python3 without torch, or the script failed)";
   emit(
       "| model | reference samples/s | engine 1 worker + 1 shard | ratio (paired) | engine 2 "
-      "workers + 2 shards | PyTorch 1 thread | engine 1w / PyTorch | engine 2w / PyTorch |\n"
+      "workers + 2 shards | PyTorch 1 thread | engine 1w (worker + shard threads) / PyTorch "
+      "(1 thread) | engine 2w (2 worker threads) / PyTorch (1 thread) |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   double two_sgd = 0;  // the SGD MLP row's 2-worker figure, against the RPC PS
   std::vector<floor_t> floors;
