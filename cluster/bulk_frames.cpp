@@ -36,14 +36,16 @@ bool wait_for(int fd, short events, clk::time_point deadline) {
   for (;;) {
     int ms = -1;
     if (deadline != clk::time_point::max()) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clk::now());
-      if (left.count() <= 0) return false;
-      ms = static_cast<int>(std::min<std::int64_t>(left.count(), 1 << 30));
+      // Rounded up: poll's milliseconds must not end the wait before the deadline.
+      auto left = deadline - clk::now();
+      if (left <= clk::duration::zero()) return false;
+      auto up = std::chrono::ceil<std::chrono::milliseconds>(left);
+      ms = static_cast<int>(std::min<std::int64_t>(up.count(), 1 << 30));
     }
     pollfd p{fd, events, 0};
     int r = ::poll(&p, 1, ms);
     if (r > 0) return true;
-    if (r == 0) return false;
+    if (r == 0) continue;  // the loop checks the deadline again
     if (errno != EINTR) return true;  // let the read or write report the error
   }
 }
@@ -203,6 +205,83 @@ std::string read_floats(int fd, float* out, std::size_t n, clk::time_point deadl
 }
 
 }  // namespace
+
+std::size_t frame_reader::take(char* out, std::size_t n) {
+  auto k = std::min(n, end_ - begin_);
+  std::memcpy(out, buf_.data() + begin_, k);
+  begin_ += k;
+  if (begin_ == end_) begin_ = end_ = 0;
+  return k;
+}
+
+std::string frame_reader::fill(clk::time_point deadline) {
+  if (begin_ > 0) {  // what is left is a frame's first bytes: fewer than a header and its metadata
+    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  for (;;) {
+    if (deadline != clk::time_point::max() && !wait_for(fd_, POLLIN, deadline))
+      return "timed out waiting for the peer";
+    auto r = ::recv(fd_, buf_.data() + end_, buf_.size() - end_, 0);
+    if (r == 0) return "connection closed by the peer";
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return std::strerror(errno);
+    }
+    end_ += static_cast<std::size_t>(r);
+    return {};
+  }
+}
+
+std::string frame_reader::read(void* out, std::size_t n, clk::time_point deadline) {
+  auto* p = static_cast<char*>(out);
+  std::size_t got = take(p, n);
+  // Large reads go straight to their destination; small ones through the buffer, which may take
+  // in the next frame's first bytes with them.
+  if (n - got >= capacity / 2) return read_exact(fd_, p + got, n - got, deadline);
+  while (got < n) {
+    if (auto e = fill(deadline); !e.empty()) return e;
+    got += take(p + got, n - got);
+  }
+  return {};
+}
+
+std::string frame_reader::read_body(const header& h, std::vector<char>& meta, tensor& values,
+                                    tensor_pool& pool, clk::time_point deadline) {
+  meta.resize(h.meta_bytes);
+  if (auto e = read(meta.data(), meta.size(), deadline); !e.empty()) return e;
+  values = tensor();
+  if (h.floats == 0) return {};
+  auto v = pool.take(static_cast<std::size_t>(h.floats));
+  const std::size_t n = v.size();
+  std::size_t done = 0;  // floats
+  bool finite = true;
+  // The values buffered with the header first (all of a small frame's), then the rest from the
+  // socket; values split across the two are put together in place.
+  auto* bytes = reinterpret_cast<char*>(v.data());
+  const std::size_t total = n * sizeof(float);
+  std::size_t got = take(bytes, total);
+  done = got / sizeof(float);
+  finite = all_finite(span<const float>(v.data(), done));
+  if (got < total) {
+    if (total - got < capacity / 2) {
+      if (auto e = read(bytes + got, total - got, deadline); !e.empty()) return e;
+      finite = finite && all_finite(span<const float>(v.data() + done, n - done));
+    } else {
+      std::size_t checked = done;
+      auto e = read_pieces(fd_, bytes + got, total - got, deadline, [&](std::size_t more) {
+        const std::size_t whole = (got + more) / sizeof(float);
+        if (finite) finite = all_finite(span<const float>(v.data() + checked, whole - checked));
+        checked = whole;
+      });
+      if (!e.empty()) return e;
+    }
+  }
+  values = tensor(std::move(v));
+  if (finite) values.mark_finite();
+  return {};
+}
 
 std::string read_body(int fd, const header& h, std::vector<char>& meta, tensor& values,
                       tensor_pool& pool, clk::time_point deadline) {

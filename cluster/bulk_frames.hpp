@@ -136,6 +136,37 @@ caf::error parse_meta(caf::actor_system& sys, const std::vector<char>& buf, Ts&.
 std::string read_body(int fd, const header& h, std::vector<char>& meta, tensor& values,
                       tensor_pool& pool, clk::time_point deadline = clk::time_point::max());
 
+/// A socket's incoming frames through one buffer: a small frame (a request, an answer of a few
+/// values) arrives with one recv where reading its header, metadata and values apart took one
+/// each (two or three system calls per frame, each a few microseconds on a loopback round trip);
+/// the values of a large frame beyond what the buffer holds go straight from the socket into
+/// their tensor. The buffer's size is fixed: a peer cannot grow it. One reader per socket, and
+/// nothing else reads from it while the reader is in use (bytes it read ahead would be lost).
+class frame_reader {
+ public:
+  static constexpr std::size_t capacity = 16 << 10;
+
+  explicit frame_reader(int fd) : fd_(fd), buf_(capacity) {}
+
+  /// Whether bytes are buffered, so that a read can return without the socket being readable.
+  bool buffered() const { return begin_ < end_; }
+  /// Reads exactly n bytes; "" or why not ("closed", a timeout, errno's text).
+  std::string read(void* out, std::size_t n, clk::time_point deadline = clk::time_point::max());
+  /// As the free read_body below.
+  std::string read_body(const header& h, std::vector<char>& meta, tensor& values,
+                        tensor_pool& pool, clk::time_point deadline = clk::time_point::max());
+
+ private:
+  /// Moves up to n buffered bytes to `out`; returns how many.
+  std::size_t take(char* out, std::size_t n);
+  /// One recv into the buffer's free space; "" or why not.
+  std::string fill(clk::time_point deadline);
+
+  int fd_;
+  std::vector<char> buf_;
+  std::size_t begin_ = 0, end_ = 0;
+};
+
 /// After refusing a peer: no more writes, and what it still sends is read and dropped (for at
 /// most a second and 64 MiB) before the socket closes, so the refusal reaches it ahead of the end
 /// of the stream instead of being discarded by a reset.

@@ -213,12 +213,13 @@ class connection : public std::enable_shared_from_this<connection> {
     tensor_pool pool(4);
     std::vector<char> meta;
     std::string why;
+    frame_reader in(fd_);
     for (;;) {
       header h;
-      if (why = read_exact(fd_, &h, sizeof h); !why.empty()) break;
+      if (why = in.read(&h, sizeof h); !why.empty()) break;
       if (why = check_header(h, static_cast<std::uint64_t>(max_floats_)); !why.empty()) break;
       tensor values;
-      if (why = read_body(fd_, h, meta, values, pool); !why.empty()) break;
+      if (why = in.read_body(h, meta, values, pool); !why.empty()) break;
       auto k = static_cast<kind>(h.kind);
       if (k == kind::weights) {
         weights w;

@@ -296,10 +296,10 @@ struct server::impl {
   }
 
   /// The hello: the token and protocol version, within hello_timeout.
-  bool greet(int fd) {
+  bool greet(int fd, frame_reader& in) {
     auto deadline = clk::now() + hello_timeout;
     header h;
-    if (!read_exact(fd, &h, sizeof h, deadline).empty()) return false;
+    if (!in.read(&h, sizeof h, deadline).empty()) return false;
     if (auto why = check_header(h, 0);
         !why.empty() || h.kind != static_cast<std::uint8_t>(kind::hello)) {
       reply_error(fd, h.id, 0, errc::bad_message,
@@ -309,7 +309,7 @@ struct server::impl {
     std::vector<char> meta;
     tensor none;
     tensor_pool pool(1);
-    if (!read_body(fd, h, meta, none, pool, deadline).empty()) return false;
+    if (!in.read_body(h, meta, none, pool, deadline).empty()) return false;
     std::string their_token, name;
     std::uint32_t version = 0;
     if (auto err = parse_meta(sys, meta, their_token, version, name)) {
@@ -336,7 +336,8 @@ struct server::impl {
   /// counts stay readable), false when this side dropped it.
   bool serve_connection(connection& c) {
     const int fd = c.fd;
-    if (!greet(fd)) return false;
+    frame_reader in(fd);
+    if (!greet(fd, in)) return false;
     auto l = std::make_shared<link>(sys, fd, timeout);
     {
       std::lock_guard<std::mutex> lk(mtx);
@@ -352,12 +353,12 @@ struct server::impl {
     for (;;) {
       // While requests wait at the shards, those past their deadline are answered in time.
       if (auto due = l->next_deadline();
-          due != clk::time_point::max() && !wait_for(fd, POLLIN, due)) {
+          due != clk::time_point::max() && !in.buffered() && !wait_for(fd, POLLIN, due)) {
         l->reap();
         continue;
       }
       header h;
-      if (!read_exact(fd, &h, sizeof h).empty()) break;
+      if (!in.read(&h, sizeof h).empty()) break;
       target t;
       bool known = find(h.target, t);
       auto max = known && (h.kind == static_cast<std::uint8_t>(kind::push) ||
@@ -376,7 +377,7 @@ struct server::impl {
               " gradient values, the frame holds " + std::to_string(h.floats);
       if (why.empty()) {
         tensor values;
-        if (!read_body(fd, h, meta, values, pool).empty()) break;
+        if (!in.read_body(h, meta, values, pool).empty()) break;
         why = ask(*l, sink, unit, t, h, meta, std::move(values), pool);
         if (why.empty()) continue;
       }
