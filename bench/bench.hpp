@@ -36,8 +36,11 @@ struct gemm_rate {
   double cpu_gflops = 0;
 };
 /// Medians over `repeats` timed repeats of b.gemm on `s`; each repeat loops the call until it
-/// has run at least `min_seconds` (small shapes take microseconds).
-gemm_rate measure_gemm(backend& b, const gemm_shape& s, int repeats = 5, double min_seconds = 0.05);
+/// has run at least `min_seconds` (small shapes take microseconds). A holds uniform values in
+/// [-1, 1), or the m*k values at `a_values` (as stored: k x m when trans_a). GFLOP/s count every
+/// multiply-add of the dense product, zeros in A included.
+gemm_rate measure_gemm(backend& b, const gemm_shape& s, int repeats = 5, double min_seconds = 0.05,
+                       const float* a_values = nullptr);
 /// measure_gemm(...).wall_gflops.
 double measure_gemm_gflops(backend& b, const gemm_shape& s, int repeats = 5,
                            double min_seconds = 0.05);

@@ -9,6 +9,7 @@
 #include <actrain/reference_trainer.hpp>
 #include "bench/bench.hpp"
 #include "bench/median.hpp"
+#include "tensor/cpu/sparse_gemm.hpp"
 
 namespace actrain {
 namespace {
@@ -89,13 +90,45 @@ std::string bench_foundation(const foundation_options& opt) {
   emit("\nsgemm alone at these rates caps the MLP at " + fixed(1e-3 / wall_per_sample, 1) +
        " k samples/s (wall) / " + fixed(1e-3 / cpu_per_sample, 1) + " k samples/s (CPU time).\n\n");
 
+  // The first layer's two GEMMs on real inputs: A is a batch of training images, half its
+  // pixels zero. Dense BLAS and the zero-skipping path, each repeat of one right after the other.
+  job_spec fm_job = mlp;
+  fm_job.data.test_subset = 1000;
+  const job_data fm = load_job_data(fm_job);
+  const int in = mlp.model.input_dim;
+  const float* batch_x = fm.train.x.data();
+  const double zero_share = 1.0 - cpu::density(batch_x, static_cast<std::size_t>(64) * in);
+  emit("The first layer's GEMMs on 64 Fashion-MNIST training images (" +
+       fixed(100 * zero_share, 0) +
+       "% of X's entries zero): dense BLAS against the CPU backend's zero-skipping path "
+       "(tensor/cpu/sparse_gemm.hpp, on by default: it runs when at most " +
+       fixed(100 * cpu::max_density, 0) +
+       "% of A's entries are nonzero), repeats alternating. GFLOP/s count the dense product's "
+       "multiply-adds for both.\n\n| sgemm m x n x k | where | dense BLAS GFLOP/s (CPU time) | "
+       "zero-skipping GFLOP/s (CPU time) | zero-skipping / dense |\n| --- | --- | --- | --- | --- |\n");
+  double skip_per_sample = cpu_per_sample;  // the ceiling with the zero-skipping path
+  for (const gemm_shape& s : model_gemm_shapes(mlp.model, 64)) {
+    const bool first_layer = s.trans_a ? s.m == in : s.k == in && !s.trans_b;
+    if (!first_layer) continue;
+    std::vector<double> dense, skip;
+    for (int r = 0; r < opt.gemm_repeats; ++r) {
+      cpu::set_sparse_path(false);
+      dense.push_back(measure_gemm(*cpu, s, 1, 0.05, batch_x).cpu_gflops);
+      cpu::set_sparse_path(true);
+      skip.push_back(measure_gemm(*cpu, s, 1, 0.05, batch_x).cpu_gflops);
+    }
+    const double flop = 2.0 * s.m * s.n * s.k / 64;
+    skip_per_sample += flop / (median(skip) * 1e9) - flop / (median(dense) * 1e9);
+    emit("| " + describe(s) + " | " + s.use + " | " + fixed(median(dense), 1) + " | " +
+         fixed(median(skip), 1) + " | " + fixed(median(skip) / median(dense), 2) + "x |\n");
+  }
+  emit("\nWith the zero-skipping path, GEMMs alone cap the MLP on these images at " +
+       fixed(1e-3 / skip_per_sample, 1) + " k samples/s (CPU time).\n\n");
+
   // The reference trainer, in samples/s, median of short runs.
   emit(
       "| reference trainer job | batch | updates per run | samples/s (wall, median) | samples/s "
       "(CPU time, median) | runs (wall) |\n| --- | --- | --- | --- | --- | --- |\n");
-  job_spec fm_job = mlp;
-  fm_job.data.test_subset = 1000;
-  const job_data fm = load_job_data(fm_job);
   auto row = [&](const job_spec& j, const job_data& d, std::int64_t steps) {
     const trainer_rate t = trainer_samples_per_s(j, d, opt.trainer_runs, steps);
     std::string all;
@@ -112,6 +145,21 @@ std::string bench_foundation(const foundation_options& opt) {
   mlp_sgd.optim.lr = 0.1f;
   mlp_sgd.optim.schedule = "constant";
   const trainer_rate mlp_rate = row(mlp_sgd, fm, opt.trainer_steps);
+  {
+    // The same job with dense BLAS only, runs alternating with the default's.
+    std::vector<double> dense, skip;
+    for (int r = 0; r < opt.trainer_runs; ++r) {
+      cpu::set_sparse_path(false);
+      dense.push_back(trainer_samples_per_s(mlp_sgd, fm, 1, opt.trainer_steps).wall[0]);
+      cpu::set_sparse_path(true);
+      skip.push_back(trainer_samples_per_s(mlp_sgd, fm, 1, opt.trainer_steps).wall[0]);
+    }
+    emit("| " + describe(mlp_sgd.model) + ", sgd lr 0.10, dense BLAS only (runs alternating with "
+         "the default's: " + fixed(median(skip) / 1000, 1) + " k, " +
+         fixed(median(skip) / median(dense), 2) + "x) | " + std::to_string(mlp_sgd.batch) +
+         " | " + std::to_string(opt.trainer_steps) + " | " + fixed(median(dense) / 1000, 1) +
+         " k | - | - |\n");
+  }
   if (opt.all_models) {
     job_spec soft = reference_softmax_job(1, opt.fashion_dir);
     soft.optim.schedule = "constant";

@@ -48,7 +48,8 @@ double measure_gemm_gflops(backend& b, const gemm_shape& s, int repeats, double 
   return measure_gemm(b, s, repeats, min_seconds).wall_gflops;
 }
 
-gemm_rate measure_gemm(backend& b, const gemm_shape& s, int repeats, double min_seconds) {
+gemm_rate measure_gemm(backend& b, const gemm_shape& s, int repeats, double min_seconds,
+                       const float* a_values) {
   if (repeats < 1 || s.m < 1 || s.n < 1 || s.k < 1)
     throw std::invalid_argument("measure_gemm_gflops: bad shape " + describe(s) + " or repeats " +
                                 std::to_string(repeats));
@@ -60,7 +61,7 @@ gemm_rate measure_gemm(backend& b, const gemm_shape& s, int repeats, double min_
   std::vector<float> host(std::max(na, nb));
   buffer a = b.allocate(na), bb = b.allocate(nb), c = b.allocate(nc);
   for (auto& v : host) v = u(rng);
-  b.upload(a.data(), host.data(), na);
+  b.upload(a.data(), a_values ? a_values : host.data(), na);
   b.upload(bb.data(), host.data(), nb);
   b.fill(nc, 0.f, c.data());
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <actrain/backend.hpp>
+#include "tensor/cpu/sparse_gemm.hpp"
 
 namespace actrain {
 namespace {
@@ -65,6 +66,11 @@ class cpu_backend final : public backend {
         scale(static_cast<std::size_t>(m) * n, beta, c);
       return;
     }
+    // Mostly zero A (a batch of sparse inputs, their weight gradient): skip the zeros.
+    if (!trans_b && cpu::sparse_path() &&
+        (trans_a ? cpu::sparse_gemm_tn(m, n, k, alpha, a, b, beta, c, sparse_)
+                 : cpu::sparse_gemm_nn(m, n, k, alpha, a, b, beta, c, sparse_)))
+      return;
     int lda = trans_a ? m : k;
     int ldb = trans_b ? k : n;
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
@@ -172,6 +178,7 @@ class cpu_backend final : public backend {
   }
 
   std::vector<float> scratch_;  // one row of exp() values when no gradient is requested
+  cpu::sparse_scratch sparse_;  // the zero-skipping GEMM's index of A
 };
 
 }  // namespace

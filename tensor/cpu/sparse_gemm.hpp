@@ -1,0 +1,58 @@
+#pragma once
+// The CPU backend's zero-skipping GEMM path (internal to tensor/cpu): when most of A's entries
+// are zero -- a batch of images on a black background, one-hot or bag-of-words columns fed to a
+// dense layer -- C = alpha op(A) B + beta C costs work for the nonzero entries only. Dense BLAS
+// does every multiply-add; this path lists A's nonzero entries once (a row-wise or column-wise
+// index) and accumulates, for each row of C, the rows of B they select, a block of columns at a
+// time in registers. It is taken only where it pays: B not transposed, C wide enough to fill the
+// vector registers, and A's share of nonzero entries at or below max_density; otherwise the
+// functions return false and do nothing, and the caller runs dense BLAS.
+//
+// Results equal dense GEMM's up to the order of the additions (the sums run over the same
+// products, zeros left out), with one difference: a zero in A times an infinity or NaN in B adds
+// nothing here, where dense BLAS adds NaN.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace actrain::cpu {
+
+/// A sample of A's entries with a larger share nonzero than this goes to dense BLAS at once.
+constexpr double max_density = 0.6;
+/// The path lists, for each pair of C's rows, the rows of B that either row's A entries select;
+/// above this share of all of them dense BLAS is faster (the pair costs as many multiply-adds
+/// per listed row as dense BLAS per row of B, plus the lists). Measured by `actrain bench
+/// foundation` (section Foundation of docs/benchmarks.md).
+constexpr double max_pair_share = 0.75;
+
+/// Lists and storage reused between calls (one per backend, so one per thread).
+struct sparse_scratch {
+  std::vector<std::int32_t> index;  ///< per pair of C's rows, the rows of B its entries select
+  std::vector<float> value;         ///< the pair's two values of A for each
+  std::vector<std::int32_t> count;  ///< entries per pair
+  std::vector<float> pack;          ///< one block of B's columns, contiguous
+  std::vector<std::int32_t> cursor; ///< per group, its first entry not yet added
+  std::vector<float> transposed;    ///< A^T, where A's columns are listed
+};
+
+/// C (m x n) = alpha A B + beta C with A stored m x k and B k x n, all row-major; false when the
+/// path does not apply (C below 32 columns, A too small or too dense).
+bool sparse_gemm_nn(int m, int n, int k, float alpha, const float* a, const float* b, float beta,
+                    float* c, sparse_scratch& s);
+
+/// C (m x n) = alpha A^T B + beta C with A stored k x m and B k x n (the weight gradient X^T dZ);
+/// false when the path does not apply.
+bool sparse_gemm_tn(int m, int n, int k, float alpha, const float* a, const float* b, float beta,
+                    float* c, sparse_scratch& s);
+
+/// The share of nonzero entries in n values (0 for none).
+double density(const float* a, std::size_t n);
+
+/// Whether the CPU backend tries this path (on by default). Benchmarks turn it off to time dense
+/// BLAS on the same data in the same process; process-wide.
+void set_sparse_path(bool on);
+bool sparse_path();
+/// Tests: build the lists with the portable loop even where AVX-512 would (process-wide).
+void set_portable_lists(bool on);
+
+}  // namespace actrain::cpu
