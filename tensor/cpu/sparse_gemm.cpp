@@ -242,7 +242,7 @@ std::atomic<bool> portable{false};
 
 /// Whether the lists are built with AVX-512 (the machine has it, and no test asked for the
 /// portable loop).
-bool vector_lists() {
+[[maybe_unused]] bool vector_lists() {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
   static const bool has = __builtin_cpu_supports("avx512f");
   return has && !portable.load(std::memory_order_relaxed);
