@@ -87,6 +87,16 @@ void groups_block(int rows, std::size_t cap, const std::int32_t* count, const st
   }
 }
 
+/// Copies a block of B's columns (`inner` rows, ldb floats apart) to `packed`, row after row.
+ACTRAIN_CLONES
+void pack_block(int inner, const float* b, std::size_t ldb, float* packed) {
+  for (int r = 0; r < inner; ++r) {
+    const float* from = b + static_cast<std::size_t>(r) * ldb;
+    float* to = packed + static_cast<std::size_t>(r) * block;
+    for (int q = 0; q < block; q += lanes) store(to + q, load(from + q));
+  }
+}
+
 /// The columns [j0, j1) past the last whole block, one at a time, straight from B.
 void groups_tail(int rows, std::size_t cap, const std::int32_t* count, const std::int32_t* index,
                  const float* value, const float* b, std::size_t ldb, int j0, int j1, float alpha,
@@ -193,6 +203,59 @@ __attribute__((target("avx512f"))) std::size_t list_rows_avx512(int rows, int in
   }
   return total;
 }
+
+/// list_groups for an A stored k x m (C's row i is A's column i): each group's columns are
+/// gathered sixteen entries at a time, then compressed as the rows are above.
+__attribute__((target("avx512f"))) std::size_t list_columns_avx512(int rows, int inner,
+                                                                    sparse_scratch& s,
+                                                                    const float* a) {
+  const auto groups = static_cast<std::size_t>((rows + group - 1) / group);
+  const auto cap = static_cast<std::size_t>(inner);
+  const auto ld = static_cast<std::size_t>(rows);
+  s.index.resize(groups * cap);
+  s.value.resize(group * groups * cap);
+  s.count.resize(groups);
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i offsets = _mm512_mullo_epi32(iota, _mm512_set1_epi32(rows));  // < 2^30
+  const __m512 zero = _mm512_setzero_ps();
+  std::size_t total = 0;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const int i = static_cast<int>(group * g);
+    const int here = std::min(group, rows - i);
+    std::int32_t* ix = s.index.data() + g * cap;
+    float* vx = s.value.data() + group * g * cap;
+    std::int32_t n = 0;
+    int e = 0;
+    for (; e + 16 <= inner; e += 16) {
+      __m512 x[group];
+      __mmask16 any = 0;
+      const float* base = a + static_cast<std::size_t>(e) * ld + static_cast<std::size_t>(i);
+      for (int t = 0; t < group; ++t) {
+        x[t] = t < here ? _mm512_i32gather_ps(offsets, base + t, 4) : zero;
+        any |= _mm512_cmp_ps_mask(x[t], zero, _CMP_NEQ_UQ);
+      }
+      const __m512i e16 = _mm512_add_epi32(iota, _mm512_set1_epi32(e));
+      _mm512_storeu_si512(ix + n, _mm512_maskz_compress_epi32(any, e16));
+      for (int t = 0; t < group; ++t)
+        _mm512_storeu_ps(vx + t * cap + static_cast<std::size_t>(n),
+                         _mm512_maskz_compress_ps(any, x[t]));
+      n += __builtin_popcount(any);
+    }
+    for (; e < inner; ++e) {
+      bool nonzero = false;
+      for (int t = 0; t < group; ++t) {
+        const float v = t < here ? a[static_cast<std::size_t>(e) * ld + static_cast<std::size_t>(i + t)] : 0.0f;
+        vx[t * cap + static_cast<std::size_t>(n)] = v;
+        nonzero |= v != 0.0f;
+      }
+      ix[n] = e;
+      n += nonzero;
+    }
+    s.count[g] = n;
+    total += static_cast<std::size_t>(n);
+  }
+  return total;
+}
 #endif
 
 /// C (rows x n) = alpha * (the listed entries) * B + beta * C; B has `inner` rows of n floats.
@@ -207,9 +270,7 @@ void multiply(int rows, int n, int inner, sparse_scratch& s, const float* b, flo
   s.pack.resize(cap * block);
   s.cursor.resize(s.count.size());
   for (int j = 0; j < whole; j += block) {
-    for (int r = 0; r < inner; ++r)
-      std::memcpy(s.pack.data() + static_cast<std::size_t>(r) * block,
-                  b + static_cast<std::size_t>(r) * ld + j, block * sizeof(float));
+    pack_block(inner, b + j, ld, s.pack.data());
     std::fill(s.cursor.begin(), s.cursor.end(), 0);
     for (int r = 0; r < inner; r += chunk)
       groups_block(rows, cap, s.count.data(), s.index.data(), s.value.data(), s.pack.data(),
@@ -289,19 +350,9 @@ bool sparse_gemm_tn(int m, int n, int k, float alpha, const float* a, const floa
   const auto ld = static_cast<std::size_t>(m);
   std::size_t listed = 0;
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-  if (vector_lists()) {
-    // Transposed in tiles first (the columns of a row-major A are a cache line apart per
-    // entry), then listed as the rows of the copy.
-    constexpr std::size_t tile = 16;
-    s.transposed.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(k));
-    float* at = s.transposed.data();
-    const auto km = static_cast<std::size_t>(k), mm = static_cast<std::size_t>(m);
-    for (std::size_t e0 = 0; e0 < km; e0 += tile)
-      for (std::size_t i0 = 0; i0 < mm; i0 += tile)
-        for (std::size_t e = e0; e < std::min(km, e0 + tile); ++e)
-          for (std::size_t i = i0; i < std::min(mm, i0 + tile); ++i) at[i * km + e] = a[e * mm + i];
-    listed = list_rows_avx512(m, k, s, at);
-  } else
+  if (vector_lists())
+    listed = list_columns_avx512(m, k, s, a);
+  else
 #endif
     listed = list_groups(m, k, s, [a, ld](int i, int e) {
       return a[static_cast<std::size_t>(e) * ld + static_cast<std::size_t>(i)];

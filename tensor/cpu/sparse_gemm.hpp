@@ -32,7 +32,6 @@ struct sparse_scratch {
   std::vector<std::int32_t> count;  ///< entries per pair
   std::vector<float> pack;          ///< one block of B's columns, contiguous
   std::vector<std::int32_t> cursor; ///< per group, its first entry not yet added
-  std::vector<float> transposed;    ///< A^T, where A's columns are listed
 };
 
 /// C (m x n) = alpha A B + beta C with A stored m x k and B k x n, all row-major; false when the
