@@ -101,10 +101,14 @@ std::string bench_foundation(const foundation_options& opt) {
   emit("The first layer's GEMMs on 64 Fashion-MNIST training images (" +
        fixed(100 * zero_share, 0) +
        "% of X's entries zero): dense BLAS against the CPU backend's zero-skipping path "
-       "(tensor/cpu/sparse_gemm.hpp, on by default: it runs when at most " +
+       "(tensor/cpu/sparse_gemm.hpp, on by default on AVX-512 machines: it runs when at most " +
        fixed(100 * cpu::max_density, 0) +
        "% of A's entries are nonzero), repeats alternating. GFLOP/s count the dense product's "
-       "multiply-adds for both.\n\n| sgemm m x n x k | where | dense BLAS GFLOP/s (CPU time) | "
+       "multiply-adds for both." +
+       (cpu::sparse_path_available()
+            ? std::string()
+            : " This CPU has no AVX-512: the backend runs dense BLAS, and both columns time it.") +
+       "\n\n| sgemm m x n x k | where | dense BLAS GFLOP/s (CPU time) | "
        "zero-skipping GFLOP/s (CPU time) | zero-skipping / dense |\n| --- | --- | --- | --- | --- |\n");
   double skip_per_sample = cpu_per_sample;  // the ceiling with the zero-skipping path
   for (const gemm_shape& s : model_gemm_shapes(mlp.model, 64)) {

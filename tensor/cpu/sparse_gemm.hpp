@@ -47,10 +47,14 @@ bool sparse_gemm_tn(int m, int n, int k, float alpha, const float* a, const floa
 /// The share of nonzero entries in n values (0 for none).
 double density(const float* a, std::size_t n);
 
-/// Whether the CPU backend tries this path (on by default). Benchmarks turn it off to time dense
-/// BLAS on the same data in the same process; process-wide.
+/// Whether the CPU backend tries this path: on by default where it is available. Benchmarks turn
+/// it off to time dense BLAS on the same data in the same process; process-wide.
 void set_sparse_path(bool on);
 bool sparse_path();
+/// Whether this machine runs the path fast enough to take it: AVX-512 (its accumulators fill 16
+/// of the 32 vector registers; with AVX2's 16 they spill and the path is many times slower than
+/// dense BLAS). The functions below compute correctly everywhere.
+bool sparse_path_available();
 /// Tests: build the lists with the portable loop even where AVX-512 would (process-wide).
 void set_portable_lists(bool on);
 
