@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <actrain/backend.hpp>
+#include "naive_gemm.hpp"
 
 namespace actrain {
 namespace {
@@ -52,23 +53,7 @@ TEST_F(cpu_backend_test, upload_download_copy_fill) {
   for (float v : out) EXPECT_EQ(v, 2.5f);
 }
 
-// C = alpha op(A) op(B) + beta C, in double, straight from the definition.
-std::vector<double> naive_gemm(bool ta, bool tb, int m, int n, int k, double alpha,
-                               const std::vector<float>& a, const std::vector<float>& b,
-                               double beta, const std::vector<float>& c) {
-  std::vector<double> out(static_cast<std::size_t>(m) * n);
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double s = 0;
-      for (int p = 0; p < k; ++p) {
-        double av = ta ? a[p * m + i] : a[i * k + p];
-        double bv = tb ? b[j * k + p] : b[p * n + j];
-        s += av * bv;
-      }
-      out[i * n + j] = alpha * s + beta * c[i * n + j];
-    }
-  return out;
-}
+using testing_gemm::naive_gemm;
 
 TEST_F(cpu_backend_test, gemm_all_transposes_against_double_loops) {
   const int m = 7, n = 5, k = 11;  // odd, non-square, all different

@@ -12,6 +12,7 @@
 
 #include <actrain/backend.hpp>
 #include <actrain/model.hpp>
+#include "naive_gemm.hpp"
 #include "tensor/cpu/sparse_gemm.hpp"
 
 namespace actrain {
@@ -36,17 +37,7 @@ std::vector<float> sparse_values(std::size_t n, double zeros, std::uint64_t seed
 std::vector<double> reference(bool trans_a, int m, int n, int k, double alpha,
                               const std::vector<float>& a, const std::vector<float>& b,
                               double beta, const std::vector<float>& c) {
-  std::vector<double> out(static_cast<std::size_t>(m) * n);
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double s = 0;
-      for (int e = 0; e < k; ++e) {
-        double x = trans_a ? a[static_cast<std::size_t>(e) * m + i] : a[static_cast<std::size_t>(i) * k + e];
-        s += x * b[static_cast<std::size_t>(e) * n + j];
-      }
-      out[static_cast<std::size_t>(i) * n + j] = alpha * s + beta * c[static_cast<std::size_t>(i) * n + j];
-    }
-  return out;
+  return testing_gemm::naive_gemm(trans_a, false, m, n, k, alpha, a, b, beta, c);
 }
 
 struct shape {
