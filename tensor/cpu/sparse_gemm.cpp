@@ -184,7 +184,7 @@ __attribute__((target("avx512f"))) std::size_t list_avx512(int rows, int inner,
   const auto cap = static_cast<std::size_t>(inner);
   const auto ld = static_cast<std::size_t>(columns ? rows : inner);
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i offsets = _mm512_mullo_epi32(iota, _mm512_set1_epi32(rows));  // < 2^30
+  const __m512i offsets = _mm512_mullo_epi32(iota, _mm512_set1_epi32(rows));  // < max_entries
   const __m512 zero = _mm512_setzero_ps();
   // A's value for C's row i and B's row e.
   auto at = [a, ld](int i, int e) {
@@ -249,10 +249,11 @@ void multiply(int rows, int n, int inner, sparse_scratch& s, const float* b, flo
 }
 
 /// Whether the path can pay for an m x k A feeding an n-column C: enough columns for a block,
-/// enough entries to amortize the lists, and a sample of A's entries sparse enough.
+/// enough entries to amortize the lists, not so many that the lists (1.5x A's size) would be a
+/// large allocation of their own, and a sample of A's entries sparse enough.
 bool worth_trying(int m, int n, int k, const float* a) {
   const auto total = static_cast<std::size_t>(m) * static_cast<std::size_t>(k);
-  if (n < block || total < 4096 || total > (std::size_t{1} << 30)) return false;
+  if (n < block || total < 4096 || total > max_entries) return false;
   // 1024 entries spread over A (an odd stride, so that a column pattern does not alias).
   std::size_t step = std::max<std::size_t>(1, total / 1024) | 1, seen = 0, nonzero = 0;
   for (std::size_t at = 0; at < total; at += step, ++seen) nonzero += a[at] != 0.0f;

@@ -25,6 +25,10 @@ constexpr double max_density = 0.6;
 /// foundation` (section Foundation of docs/benchmarks.md).
 constexpr double max_pair_share = 0.75;
 
+/// A's entries above which dense BLAS runs: the lists hold an index and a value per listed entry
+/// (at most 1.5x A's bytes), 96 MB at this size.
+constexpr std::size_t max_entries = std::size_t{1} << 24;
+
 /// Lists and storage reused between calls (one per backend, so one per thread).
 struct sparse_scratch {
   std::vector<std::int32_t> index;  ///< per pair of C's rows, the rows of B its entries select

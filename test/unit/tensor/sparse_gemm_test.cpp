@@ -102,7 +102,8 @@ TEST_P(sparse_gemm_test, empty_rows_get_beta_c_and_a_nan_in_a_reaches_c) {
 INSTANTIATE_TEST_SUITE_P(lists, sparse_gemm_test, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "portable" : "native"; });
 
-// Dense inputs, narrow outputs and tiny products go to BLAS: the functions decline and leave C.
+// Dense inputs, narrow outputs, tiny and huge products go to BLAS: the functions decline and
+// leave C.
 TEST(sparse_gemm, it_declines_where_dense_blas_is_faster) {
   cpu::sparse_scratch s;
   auto dense = sparse_values(64 * 784, 0.1, 1), half = sparse_values(64 * 784, 0.7, 2);
@@ -112,6 +113,14 @@ TEST(sparse_gemm, it_declines_where_dense_blas_is_faster) {
   EXPECT_FALSE(cpu::sparse_gemm_tn(784, 64, 64, 1.f, dense.data(), b.data(), 0.f, c.data(), s));
   EXPECT_FALSE(cpu::sparse_gemm_nn(64, 32, 784, 1.f, half.data(), b.data(), 0.f, c.data(), s));
   EXPECT_FALSE(cpu::sparse_gemm_nn(4, 256, 16, 1.f, half.data(), b.data(), 0.f, c.data(), s));
+  // Past max_entries the lists would be an allocation of their own: declined before any.
+  const int rows = static_cast<int>(cpu::max_entries / 784) + 1;
+  std::vector<float> huge(static_cast<std::size_t>(rows) * 784, 0.0f);
+  std::vector<float> huge_c(static_cast<std::size_t>(rows) * 256, 7.0f);
+  EXPECT_FALSE(
+      cpu::sparse_gemm_nn(rows, 256, 784, 1.f, huge.data(), b.data(), 0.f, huge_c.data(), s));
+  EXPECT_EQ(huge_c.back(), 7.0f);
+  EXPECT_EQ(s.index.capacity(), 0u);
   for (float x : c) ASSERT_EQ(x, 7.0f);
   EXPECT_TRUE(cpu::sparse_gemm_nn(64, 256, 784, 1.f, half.data(), b.data(), 0.f, c.data(), s));
 }
