@@ -52,21 +52,30 @@ bool wait_for(int fd, short events, clk::time_point deadline) {
 
 namespace {
 
-/// Reads exactly n bytes, calling on_piece(bytes read so far) after each recv; "" or why not
-/// ("closed", a timeout, errno's text).
+/// One recv of at most n bytes into `out`, waiting no longer than `deadline`; the bytes read, or
+/// -1 with `why` set ("closed", a timeout, errno's text).
+ssize_t recv_some(int fd, char* out, std::size_t n, clk::time_point deadline, std::string& why) {
+  for (;;) {
+    if (deadline != clk::time_point::max() && !wait_for(fd, POLLIN, deadline)) {
+      why = "timed out waiting for the peer";
+      return -1;
+    }
+    auto r = ::recv(fd, out, n, 0);
+    if (r > 0) return r;
+    if (r < 0 && errno == EINTR) continue;
+    why = r == 0 ? "connection closed by the peer" : std::strerror(errno);
+    return -1;
+  }
+}
+
+/// Reads exactly n bytes, calling on_piece(bytes read so far) after each recv; "" or why not.
 template <class OnPiece>
 std::string read_pieces(int fd, char* out, std::size_t n, clk::time_point deadline,
                         OnPiece on_piece) {
-  std::size_t got = 0;
-  while (got < n) {
-    if (deadline != clk::time_point::max() && !wait_for(fd, POLLIN, deadline))
-      return "timed out waiting for the peer";
-    auto r = ::recv(fd, out + got, n - got, 0);
-    if (r == 0) return "connection closed by the peer";
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return std::strerror(errno);
-    }
+  std::string why;
+  for (std::size_t got = 0; got < n;) {
+    auto r = recv_some(fd, out + got, n - got, deadline, why);
+    if (r < 0) return why;
     got += static_cast<std::size_t>(r);
     on_piece(got);
   }
@@ -189,19 +198,37 @@ void frame_writer::write_loop() {
 
 namespace {
 
-/// Reads n floats into `out`, checking each piece the socket delivers while the next one is still
-/// on its way (the check reads values the copy just left in the cache); `finite` tells whether
-/// every value is finite.
-std::string read_floats(int fd, float* out, std::size_t n, clk::time_point deadline, bool& finite) {
-  std::size_t checked = 0;  // floats
-  finite = true;
-  return read_pieces(fd, reinterpret_cast<char*>(out), n * sizeof(float), deadline,
-                     [&](std::size_t got) {
-                       const std::size_t whole = got / sizeof(float);
+/// Reads the rest of n floats into `out`, whose first `got` bytes are already there, checking
+/// each piece the socket delivers while the next one is still on its way (the check reads values
+/// the copy just left in the cache); `finite` tells whether every value is finite.
+std::string read_floats(int fd, float* out, std::size_t n, std::size_t got,
+                        clk::time_point deadline, bool& finite) {
+  std::size_t checked = got / sizeof(float);
+  finite = all_finite(span<const float>(out, checked));
+  return read_pieces(fd, reinterpret_cast<char*>(out) + got, n * sizeof(float) - got, deadline,
+                     [&](std::size_t more) {
+                       const std::size_t whole = (got + more) / sizeof(float);
                        if (finite)
                          finite = all_finite(span<const float>(out + checked, whole - checked));
                        checked = whole;
                      });
+}
+
+/// A frame's values, its metadata read: `ahead(out, n)` first moves the bytes of them already
+/// read from the socket (at most n) to `out` and says how many; the rest come from the socket.
+/// Values that are all finite come marked so.
+template <class Ahead>
+std::string read_values(int fd, const header& h, tensor& values, tensor_pool& pool,
+                        clk::time_point deadline, Ahead ahead) {
+  values = tensor();
+  if (h.floats == 0) return {};
+  auto v = pool.take(static_cast<std::size_t>(h.floats));
+  const std::size_t got = ahead(reinterpret_cast<char*>(v.data()), v.size() * sizeof(float));
+  bool finite = false;
+  if (auto e = read_floats(fd, v.data(), v.size(), got, deadline, finite); !e.empty()) return e;
+  values = tensor(std::move(v));
+  if (finite) values.mark_finite();
+  return {};
 }
 
 }  // namespace
@@ -220,18 +247,11 @@ std::string frame_reader::fill(clk::time_point deadline) {
     end_ -= begin_;
     begin_ = 0;
   }
-  for (;;) {
-    if (deadline != clk::time_point::max() && !wait_for(fd_, POLLIN, deadline))
-      return "timed out waiting for the peer";
-    auto r = ::recv(fd_, buf_.data() + end_, buf_.size() - end_, 0);
-    if (r == 0) return "connection closed by the peer";
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return std::strerror(errno);
-    }
-    end_ += static_cast<std::size_t>(r);
-    return {};
-  }
+  std::string why;
+  auto r = recv_some(fd_, buf_.data() + end_, buf_.size() - end_, deadline, why);
+  if (r < 0) return why;
+  end_ += static_cast<std::size_t>(r);
+  return {};
 }
 
 std::string frame_reader::read(void* out, std::size_t n, clk::time_point deadline) {
@@ -251,50 +271,17 @@ std::string frame_reader::read_body(const header& h, std::vector<char>& meta, te
                                     tensor_pool& pool, clk::time_point deadline) {
   meta.resize(h.meta_bytes);
   if (auto e = read(meta.data(), meta.size(), deadline); !e.empty()) return e;
-  values = tensor();
-  if (h.floats == 0) return {};
-  auto v = pool.take(static_cast<std::size_t>(h.floats));
-  const std::size_t n = v.size();
-  std::size_t done = 0;  // floats
-  bool finite = true;
-  // The values buffered with the header first (all of a small frame's), then the rest from the
-  // socket; values split across the two are put together in place.
-  auto* bytes = reinterpret_cast<char*>(v.data());
-  const std::size_t total = n * sizeof(float);
-  std::size_t got = take(bytes, total);
-  done = got / sizeof(float);
-  finite = all_finite(span<const float>(v.data(), done));
-  if (got < total) {
-    if (total - got < capacity / 2) {
-      if (auto e = read(bytes + got, total - got, deadline); !e.empty()) return e;
-      finite = finite && all_finite(span<const float>(v.data() + done, n - done));
-    } else {
-      std::size_t checked = done;
-      auto e = read_pieces(fd_, bytes + got, total - got, deadline, [&](std::size_t more) {
-        const std::size_t whole = (got + more) / sizeof(float);
-        if (finite) finite = all_finite(span<const float>(v.data() + checked, whole - checked));
-        checked = whole;
-      });
-      if (!e.empty()) return e;
-    }
-  }
-  values = tensor(std::move(v));
-  if (finite) values.mark_finite();
-  return {};
+  // The values buffered with the header first (all of a small frame's), then the rest straight
+  // from the socket.
+  return read_values(fd_, h, values, pool, deadline,
+                     [this](char* out, std::size_t n) { return take(out, n); });
 }
 
 std::string read_body(int fd, const header& h, std::vector<char>& meta, tensor& values,
                       tensor_pool& pool, clk::time_point deadline) {
   meta.resize(h.meta_bytes);
   if (auto e = read_exact(fd, meta.data(), meta.size(), deadline); !e.empty()) return e;
-  values = tensor();
-  if (h.floats == 0) return {};
-  bool finite = false;
-  auto v = pool.take(static_cast<std::size_t>(h.floats));
-  if (auto e = read_floats(fd, v.data(), v.size(), deadline, finite); !e.empty()) return e;
-  values = tensor(std::move(v));
-  if (finite) values.mark_finite();
-  return {};
+  return read_values(fd, h, values, pool, deadline, [](char*, std::size_t) { return 0; });
 }
 
 /// After refusing a peer: no more writes, and what it still sends is read and dropped (for at

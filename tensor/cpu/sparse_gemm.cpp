@@ -31,7 +31,7 @@ namespace {
 /// 16 floats: one AVX-512 register, two AVX2 ones.
 typedef float vf __attribute__((vector_size(64)));
 constexpr int lanes = 16;
-/// Columns of C held in registers while the entries of one row stream by.
+/// Columns of C held in registers while a group's entries stream by.
 constexpr int block = 4 * lanes;
 /// C's rows that share each load of B.
 constexpr int group = 2;
@@ -49,7 +49,7 @@ constexpr int group = 2;
 }
 
 /// One block of C's columns, [j, j + block), for every group of C's rows: alpha * sum over the
-/// group's entries e of value[group * e + t] * B[index[e], j..] + beta * C for its row t. A
+/// group's entries e of value[t * cap + e] * B[index[e], j..] + beta * C for its row t. A
 /// group's entries are the rows of B where any of its rows of A is nonzero: each row of B loaded
 /// serves all of them (4 x group multiply-adds per four loads; one row at a time would wait on
 /// its loads). `packed` holds those columns of B, row after row (block floats apart):
@@ -110,20 +110,25 @@ void groups_tail(int rows, std::size_t cap, const std::int32_t* count, const std
     const int t = i % group;
     for (int j = j0; j < j1; ++j) {
       float s = 0.0f;
-      for (std::int32_t e = 0; e < count[g]; ++e) {
-        const auto at = g * cap + static_cast<std::size_t>(e);
-        s += value[group * g * cap + t * cap + static_cast<std::size_t>(e)] *
-             b[static_cast<std::size_t>(index[at]) * ldb + j];
-      }
+      const std::int32_t* ix = index + g * cap;
+      const float* vx = value + (group * g + static_cast<std::size_t>(t)) * cap;
+      for (std::int32_t e = 0; e < count[g]; ++e)
+        s += vx[e] * b[static_cast<std::size_t>(ix[e]) * ldb + j];
       float& out = c[static_cast<std::size_t>(i) * ldc + j];
       out = beta == 0.0f ? alpha * s : alpha * s + beta * out;
     }
   }
 }
 
-/// Lists each group of C's rows' entries: at(i, e) is A's value for C's row i and B's row e.
-/// Without a branch per entry: every entry is written, and the count moves past it only when
-/// any of its values is nonzero. Returns the entries listed in all.
+/// Where A's value for C's row i and B's row e is: A stored row-major m x k (ld = k), or k x m
+/// (`columns`, ld = m: C's row i takes A's column i).
+template <bool columns>
+const float* entry(const float* a, std::size_t ld, int i, int e) {
+  const auto row = static_cast<std::size_t>(columns ? e : i);
+  const auto col = static_cast<std::size_t>(columns ? i : e);
+  return a + row * ld + col;
+}
+
 /// Sizes the lists for `rows` of C (in groups) and `inner` rows of B; returns the groups.
 std::size_t prepare_lists(int rows, int inner, sparse_scratch& s) {
   const auto groups = static_cast<std::size_t>((rows + group - 1) / group);
@@ -186,11 +191,7 @@ __attribute__((target("avx512f"))) std::size_t list_avx512(int rows, int inner,
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i offsets = _mm512_mullo_epi32(iota, _mm512_set1_epi32(rows));  // < max_entries
   const __m512 zero = _mm512_setzero_ps();
-  // A's value for C's row i and B's row e.
-  auto at = [a, ld](int i, int e) {
-    return columns ? a[static_cast<std::size_t>(e) * ld + static_cast<std::size_t>(i)]
-                   : a[static_cast<std::size_t>(i) * ld + static_cast<std::size_t>(e)];
-  };
+  auto at = [a, ld](int i, int e) { return *entry<columns>(a, ld, i, e); };
   std::size_t total = 0;
   for (std::size_t g = 0; g < groups; ++g) {
     const int i = static_cast<int>(group * g);
@@ -206,9 +207,9 @@ __attribute__((target("avx512f"))) std::size_t list_avx512(int rows, int inner,
         if (t >= here)
           x[t] = zero;
         else if (columns)
-          x[t] = _mm512_mask_i32gather_ps(zero, 0xFFFF, offsets, &a[static_cast<std::size_t>(e) * ld + static_cast<std::size_t>(i + t)], 4);
+          x[t] = _mm512_mask_i32gather_ps(zero, 0xFFFF, offsets, entry<true>(a, ld, i + t, e), 4);
         else
-          x[t] = _mm512_loadu_ps(&a[static_cast<std::size_t>(i + t) * ld + static_cast<std::size_t>(e)]);
+          x[t] = _mm512_loadu_ps(entry<false>(a, ld, i + t, e));
         any |= _mm512_cmp_ps_mask(x[t], zero, _CMP_NEQ_UQ);
       }
       const __m512i e16 = _mm512_add_epi32(iota, _mm512_set1_epi32(e));
@@ -313,10 +314,7 @@ bool sparse_gemm(int m, int n, int k, float alpha, const float* a, const float* 
     listed = list_avx512<trans>(m, k, s, a);
   else
 #endif
-    listed = list_groups(m, k, s, [a, ld](int i, int e) {
-      return trans ? a[static_cast<std::size_t>(e) * ld + static_cast<std::size_t>(i)]
-                   : a[static_cast<std::size_t>(i) * ld + static_cast<std::size_t>(e)];
-    });
+    listed = list_groups(m, k, s, [a, ld](int i, int e) { return *entry<trans>(a, ld, i, e); });
   if (!few_enough(listed, m, k)) return false;
   multiply(m, n, k, s, b, alpha, beta, c);
   return true;
