@@ -17,13 +17,18 @@ void record_staleness(shard_stats& s, std::int64_t staleness) {
 }
 
 weights current(shard_state& st) {
-  if (st.snapshot.size() != st.values.size()) {
-    auto buf = st.old_snapshots.take(st.values.size());
-    std::copy(st.values.begin(), st.values.end(), buf.begin());
-    st.snapshot = tensor(std::move(buf));
-    st.rule.handed_out(st.version, st.snapshot);
-  }
-  return {st.index, st.version, st.snapshot};
+  st.rule.handed_out(st.version, st.values);
+  return {st.index, st.version, st.values};
+}
+
+/// The next version: the optimizer writes it into a recycled buffer, and the one it replaces
+/// waits in the pool until no answer or kept weight reads it.
+void step_values(shard_state& st, span<const float> grad, float lr) {
+  settle_average(st);
+  auto next = st.old_values.take(st.values.size());
+  st.opt->step_into(st.values.values(), grad, lr, span<float>(next));
+  st.old_values.keep(std::move(st.values));
+  st.values = tensor(std::move(next));
 }
 
 // Adds `grad` (times `factor`) to the buffer. True once the buffer is full: `sum` then holds the
@@ -45,12 +50,19 @@ bool buffer_push(shard_state& st, span<const float> grad, float factor) {
 
 void restart_average(shard_state& st) {
   st.averaged = 0;
-  if (st.average_span > 0) st.average = st.values;
+  st.unfolded = false;
+  if (st.average_span > 0) st.average = st.values.to_vector();
+}
+
+void settle_average(shard_state& st) {
+  if (!st.unfolded) return;
+  st.unfolded = false;
+  fold_average(st);
 }
 
 void fold_average(shard_state& st) {
   if (st.average_span <= 0) return;
-  if (st.average.size() != st.values.size()) st.average = st.values;
+  if (st.average.size() != st.values.size()) st.average = st.values.to_vector();
   st.averaged += 1;
   const double k = static_cast<double>(st.averaged);
   const double span = static_cast<double>(st.average_span);
@@ -93,7 +105,7 @@ caf::expected<push_ack> apply_push(shard_state& st, gradient& g, applied_update*
     return push_ack{st.version, staleness, false};
   }
   st.rule.observe(staleness);
-  auto grad = st.rule.compensate(st.values, g.values.values(), g.base_version, staleness);
+  auto grad = st.rule.compensate(st.values.values(), g.values.values(), g.base_version, staleness);
   if (st.buffer > 1) {
     if (!buffer_push(st, grad, factor)) return push_ack{st.version, staleness, true};
     grad = span<const float>(st.sum.data(), st.sum.size());
@@ -103,11 +115,9 @@ caf::expected<push_ack> apply_push(shard_state& st, gradient& g, applied_update*
   if (auto mu = st.opt->momentum(); mu > 0.f) st.opt->set_momentum(st.rule.momentum_for(mu));
   // The schedule counts pushes taken: a buffered update stands for `buffer` of them.
   auto lr = scheduled_lr(st.optim, st.opt->steps() * st.buffer) * factor;
-  st.opt->step(span<float>(st.values), grad, lr);
+  step_values(st, grad, lr);
   st.version += 1;
-  fold_average(st);
-  st.old_snapshots.keep(std::move(st.snapshot));
-  st.snapshot = tensor();
+  st.unfolded = true;
   if (st.replica) st.applied_steps[g.worker] = g.step;
   if (out) {
     auto& u = out->update;
@@ -142,14 +152,12 @@ caf::expected<std::int64_t> apply_replicated(shard_state& st, const replica_upda
     return make_error(errc::non_finite, who + ": the update holds NaN or infinity");
   st.rule.observe(u.staleness);
   if (u.momentum >= 0.f && st.opt->momentum() > 0.f) st.opt->set_momentum(u.momentum);
-  st.opt->step(span<float>(st.values), u.grad.values(), u.lr);
+  step_values(st, u.grad.values(), u.lr);
   st.version = u.version;
   fold_average(st);
   auto& last = st.applied_steps[u.worker];
   last = std::max(last, u.step);
   st.replicated += 1;
-  st.old_snapshots.keep(std::move(st.snapshot));
-  st.snapshot = tensor();
   return st.version;
 }
 
@@ -174,18 +182,24 @@ void drop_replica(shard_state& st) {
 }
 
 /// Answers a push once the replica has the update it applied (at once without a replica, or
-/// when nothing is in flight to it and the push changed nothing). Answers leave in order.
+/// when nothing is in flight to it and the push changed nothing). Answers leave in order. The
+/// pass over the weight average comes after an answer that leaves at once: its requester waits.
 template <class Answer>
 caf::result<Answer> answer_after_replica(shard_ptr self, applied_update& upd,
                                          std::function<Answer()> make) {
   auto& st = self->state;
-  if (!st.replica || (!upd.applied && st.waiting.empty())) return make();
   auto rp = self->make_response_promise<Answer>();
+  if (!st.replica || (!upd.applied && st.waiting.empty())) {
+    rp.deliver(make());
+    settle_average(st);
+    return rp;
+  }
   st.waiting.push_back({st.version, [rp, make]() mutable { rp.deliver(make()); }});
   if (upd.applied)
     self->request(st.replica, caf::infinite, replicate_atom::value, std::move(upd.update))
         .then([self](std::int64_t v) { release_waiting(self->state, v); },
               [self](caf::error&) { drop_replica(self->state); });
+  settle_average(st);
   return rp;
 }
 
@@ -194,7 +208,7 @@ caf::result<Answer> answer_after_replica(shard_ptr self, applied_update& upd,
 replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
   auto& st = self->state;
   st.index = cfg.index;
-  st.values = std::move(cfg.init);
+  st.values = tensor(std::move(cfg.init));
   st.optim = cfg.optim;
   st.staleness = cfg.staleness;
   st.opt = make_optimizer(cfg.optim, st.values.size());
@@ -203,9 +217,9 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
   st.buffer = std::max(1, cfg.buffer);
   st.average_span = std::max<std::int64_t>(0, cfg.average);
   restart_average(st);
-  // Kept weights hold snapshots: a pool as deep as the history recycles them once dropped.
+  // Kept weights hold earlier versions: a pool as deep as the history recycles them once dropped.
   if (cfg.staleness.delay_compensation > 0.f)
-    st.old_snapshots = tensor_pool(static_cast<std::size_t>(cfg.staleness.history) + 4);
+    st.old_values = tensor_pool(static_cast<std::size_t>(cfg.staleness.history) + 4);
   st.stats.shard = cfg.index;
   st.stats.staleness_histogram.assign(cfg.histogram_bins, 0);
   self->set_down_handler([self](const caf::down_msg& dm) {
@@ -218,6 +232,7 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
         st.stats.pulls += 1;
         // The coordinator (evaluations, the job's result) reads the average; workers train on
         // the live weights.
+        settle_average(st);
         if (r.worker == -1 && st.average_span > 0 && st.average.size() == st.values.size())
           return {st.index, st.version, tensor(std::vector<float>(st.average))};
         return current(st);
@@ -258,7 +273,8 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
         self->monitor(st.replica);
         auto os = st.opt->state();
         self->request(st.replica, caf::infinite, restore_atom::value,
-                      shard_checkpoint{st.index, st.version, -1, st.values, os.steps, os.slots})
+                      shard_checkpoint{st.index, st.version, -1, st.values.to_vector(), os.steps,
+                                       os.slots})
             .then([](std::int64_t) {}, [self](caf::error&) { drop_replica(self->state); });
       },
       [self](stats_atom) -> shard_stats {
@@ -275,7 +291,7 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
       [self](checkpoint_atom, std::int64_t) -> shard_checkpoint {
         auto& st = self->state;
         auto os = st.opt->state();
-        return {st.index, st.version, -1, st.values, os.steps, os.slots};
+        return {st.index, st.version, -1, st.values.to_vector(), os.steps, os.slots};
       },
       [self](restore_atom, const shard_checkpoint& c) -> caf::result<std::int64_t> {
         auto& st = self->state;
@@ -289,12 +305,11 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
         } catch (const std::exception& e) {
           return make_error(errc::bad_length, std::string("restore: ") + e.what());
         }
-        st.values = c.values;
+        st.old_values.keep(std::move(st.values));
+        st.values = tensor(c.values);
         st.version = c.version;
         restart_average(st);
         st.rule.forget_weights();
-        st.old_snapshots.keep(std::move(st.snapshot));
-        st.snapshot = tensor();
         st.applied_steps.clear();  // a resumed job's workers start over from the cut
         if (st.replica)  // the replica follows: it restores the same state, ahead of any update
           self->request(st.replica, caf::infinite, restore_atom::value, c)

@@ -20,9 +20,11 @@ namespace actrain {
 struct shard_state {
   static inline const char* name = "actrain.shard";
   std::int32_t index = 0;
-  std::vector<float> values;
-  tensor snapshot;            ///< values at `version`, empty after a push until the next pull
-  tensor_pool old_snapshots;  ///< earlier snapshots, recycled once no worker reads them
+  /// The weights at `version`, shared with every pull of that version and never written: a step
+  /// writes the next version into a buffer of its own (optimizer::step_into), so an answer needs
+  /// no copy.
+  tensor values;
+  tensor_pool old_values;  ///< earlier versions, recycled once no answer or kept weight reads them
   std::unique_ptr<optimizer> opt;
   optim_spec optim;
   staleness_policy staleness;
@@ -37,6 +39,7 @@ struct shard_state {
   std::vector<float> average;
   std::int64_t average_span = 0;
   std::int64_t averaged = 0;
+  bool unfolded = false;  ///< `values` is not in the average yet (settle_average folds it)
   shard_stats stats;
   // Hot replicas ([cluster] replicas = 1). A primary streams every applied update to `replica`
   // and answers a push only once the replica has it (chain replication: what a worker saw
@@ -77,6 +80,11 @@ caf::expected<std::int64_t> apply_replicated(shard_state& st, const replica_upda
 /// min(1 - 1 / span, (1 + k) / (10 + k)) at the k-th update since the average (re)started, so
 /// the first updates are not drowned by the initial weights.
 void fold_average(shard_state& st);
+
+/// Folds `values` into the average if a push left them unfolded: apply_push leaves that to its
+/// caller, so that a push_pull's answer leaves before the pass over the average. The next step
+/// and every read of the average settle it first.
+void settle_average(shard_state& st);
 
 /// Starts the weight average over from the shard's values (at start and after a restore).
 void restart_average(shard_state& st);

@@ -32,13 +32,22 @@ void slot_optimizer::restore(const state_t& s) {
   slots_ = s.slots;
 }
 
+void optimizer::step_into(span<const float> w, span<const float> g, float lr, span<float> out) {
+  if (out.size() != w.size())
+    throw std::invalid_argument("optimizer::step_into: weights have " + std::to_string(w.size()) +
+                                " values, the output " + std::to_string(out.size()));
+  std::copy(w.begin(), w.end(), out.begin());
+  step(out, g, lr);
+}
+
 namespace {
 
-void check_sizes(std::size_t n, span<float> w, span<const float> g) {
-  if (w.size() != n || g.size() != n)
+void check_sizes(std::size_t n, span<const float> w, span<const float> g, span<float> out) {
+  if (w.size() != n || g.size() != n || out.size() != n)
     throw std::invalid_argument("optimizer::step: weights have " + std::to_string(w.size()) +
-                                " values and gradient " + std::to_string(g.size()) +
-                                ", optimizer slice has " + std::to_string(n));
+                                " values, gradient " + std::to_string(g.size()) + " and output " +
+                                std::to_string(out.size()) + ", optimizer slice has " +
+                                std::to_string(n));
 }
 
 /// Shared by every rule: the gradient with the L2 term, read before w changes.
@@ -46,14 +55,44 @@ inline float decayed(float g, float w, float wd) {
   return g + wd * w;  // branch-free so update loops vectorize (wd = 0 adds exactly 0)
 }
 
-/// w -= lr * (g + wd * w).
-class sgd final : public slot_optimizer {
+/// out[i] = next(i, w[i]) for every i: in place when out is w (step), else from w into a buffer
+/// of its own (step_into). Each form is one loop the compiler vectorizes: restrict-qualified
+/// where the two do not overlap.
+template <class Next>
+inline void each(std::size_t n, const float* w, float* out, Next next) {
+  if (w == out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = next(i, out[i]);
+  } else {
+    const float* __restrict from = w;
+    float* __restrict to = out;
+    for (std::size_t i = 0; i < n; ++i) to[i] = next(i, from[i]);
+  }
+}
+
+/// A rule written once for both forms: Derived::update(w, g, lr, out), out == w in place.
+template <class Derived>
+class rule : public slot_optimizer {
  public:
-  sgd(std::size_t n, float wd) : slot_optimizer(n, 0), wd_(wd) {}
+  using slot_optimizer::slot_optimizer;
   void step(span<float> w, span<const float> g, float lr) override {
-    check_sizes(n_, w, g);
-    for (std::size_t i = 0; i < n_; ++i) w[i] -= lr * decayed(g[i], w[i], wd_);
+    check_sizes(n_, w, g, w);
+    static_cast<Derived*>(this)->update(w.data(), g.data(), lr, w.data());
     ++steps_;
+  }
+  void step_into(span<const float> w, span<const float> g, float lr, span<float> out) override {
+    check_sizes(n_, w, g, out);
+    static_cast<Derived*>(this)->update(w.data(), g.data(), lr, out.data());
+    ++steps_;
+  }
+};
+
+/// w -= lr * (g + wd * w).
+class sgd final : public rule<sgd> {
+ public:
+  sgd(std::size_t n, float wd) : rule(n, 0), wd_(wd) {}
+  void update(const float* w, const float* __restrict g, float lr, float* out) const {
+    const float wd = wd_;
+    each(n_, w, out, [=](std::size_t i, float wi) { return wi - lr * decayed(g[i], wi, wd); });
   }
 
  private:
@@ -62,21 +101,22 @@ class sgd final : public slot_optimizer {
 
 /// v = mu * v + g; w -= lr * v (heavy ball), or w -= lr * (g + mu * v) (Nesterov, the form
 /// PyTorch uses). Slot 0 is v.
-class heavy_ball final : public slot_optimizer {
+class heavy_ball final : public rule<heavy_ball> {
  public:
   heavy_ball(std::size_t n, float mu, float wd, bool nesterov)
-      : slot_optimizer(n, 1), configured_(mu), mu_(mu), wd_(wd), nesterov_(nesterov) {}
+      : rule(n, 1), configured_(mu), mu_(mu), wd_(wd), nesterov_(nesterov) {}
   float momentum() const override { return configured_; }
   void set_momentum(float mu) override { mu_ = std::min(std::max(mu, 0.f), configured_); }
-  void step(span<float> w, span<const float> g, float lr) override {
-    check_sizes(n_, w, g);
-    float* v = slots_[0].data();
-    for (std::size_t i = 0; i < n_; ++i) {
-      const float gi = decayed(g[i], w[i], wd_);
-      v[i] = mu_ * v[i] + gi;
-      w[i] -= lr * (nesterov_ ? gi + mu_ * v[i] : v[i]);
-    }
-    ++steps_;
+  void update(const float* w, const float* __restrict g, float lr, float* out) {
+    float* __restrict v = slots_[0].data();
+    const float mu = mu_, wd = wd_;
+    const bool nesterov = nesterov_;
+    each(n_, w, out, [=](std::size_t i, float wi) {
+      const float gi = decayed(g[i], wi, wd);
+      const float vi = mu * v[i] + gi;
+      v[i] = vi;
+      return wi - lr * (nesterov ? gi + mu * vi : vi);
+    });
   }
 
  private:
@@ -85,18 +125,18 @@ class heavy_ball final : public slot_optimizer {
 };
 
 /// a += g^2; w -= lr * g / (sqrt(a) + eps). Slot 0 is a.
-class adagrad final : public slot_optimizer {
+class adagrad final : public rule<adagrad> {
  public:
-  adagrad(std::size_t n, float eps, float wd) : slot_optimizer(n, 1), eps_(eps), wd_(wd) {}
-  void step(span<float> w, span<const float> g, float lr) override {
-    check_sizes(n_, w, g);
-    float* a = slots_[0].data();
-    for (std::size_t i = 0; i < n_; ++i) {
-      const float gi = decayed(g[i], w[i], wd_);
-      a[i] += gi * gi;
-      w[i] -= lr * gi / (std::sqrt(a[i]) + eps_);
-    }
-    ++steps_;
+  adagrad(std::size_t n, float eps, float wd) : rule(n, 1), eps_(eps), wd_(wd) {}
+  void update(const float* w, const float* __restrict g, float lr, float* out) {
+    float* __restrict a = slots_[0].data();
+    const float eps = eps_, wd = wd_;
+    each(n_, w, out, [=](std::size_t i, float wi) {
+      const float gi = decayed(g[i], wi, wd);
+      const float ai = a[i] + gi * gi;
+      a[i] = ai;
+      return wi - lr * gi / (std::sqrt(ai) + eps);
+    });
   }
 
  private:
@@ -105,33 +145,29 @@ class adagrad final : public slot_optimizer {
 
 /// Kingma & Ba, Algorithm 1: m and v with bias correction, eps added outside the square root.
 /// Slot 0 is m, slot 1 is v.
-class adam final : public slot_optimizer {
+class adam final : public rule<adam> {
  public:
   adam(std::size_t n, float b1, float b2, float eps, float wd)
-      : slot_optimizer(n, 2), configured_b1_(b1), b1_(b1), b2_(b2), eps_(eps), wd_(wd) {}
+      : rule(n, 2), configured_b1_(b1), b1_(b1), b2_(b2), eps_(eps), wd_(wd) {}
   float momentum() const override { return configured_b1_; }
   void set_momentum(float b1) override { b1_ = std::min(std::max(b1, 0.f), configured_b1_); }
-  void step(span<float> w, span<const float> g, float lr) override {
-    check_sizes(n_, w, g);
-    // Restrict-qualified locals: the slots never alias w or g, and telling the compiler so lets
-    // it vectorize the loop (with -fno-math-errno for sqrt); Adam is the costliest shard update.
+  void update(const float* w, const float* __restrict g, float lr, float* out) {
+    // Restrict-qualified slots: they never alias w, out or g, and telling the compiler so lets it
+    // vectorize the loop (with -fno-math-errno for sqrt); Adam is the costliest shard update.
     float* __restrict m = slots_[0].data();
     float* __restrict v = slots_[1].data();
-    float* __restrict wp = w.data();
-    const float* __restrict gp = g.data();
     const double t = static_cast<double>(steps_ + 1);
     const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(double(b1_), t)));
     const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(double(b2_), t)));
     const float b1 = b1_, b2 = b2_, eps = eps_, wd = wd_;
-    for (std::size_t i = 0; i < n_; ++i) {
-      const float gi = decayed(gp[i], wp[i], wd);
+    each(n_, w, out, [=](std::size_t i, float wi) {
+      const float gi = decayed(g[i], wi, wd);
       const float mi = b1 * m[i] + (1.f - b1) * gi;
       const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
       m[i] = mi;
       v[i] = vi;
-      wp[i] -= lr * (mi * c1) / (std::sqrt(vi * c2) + eps);
-    }
-    ++steps_;
+      return wi - lr * (mi * c1) / (std::sqrt(vi * c2) + eps);
+    });
   }
 
  private:

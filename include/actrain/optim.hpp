@@ -42,6 +42,12 @@ class optimizer {
   /// scaling): the sign convention of every rule, so a positive gradient lowers w.
   /// REQUIRES: w.size() == g.size() == size().
   virtual void step(span<float> w, span<const float> g, float lr) = 0;
+  /// The same step written elsewhere: out = w after step(w, g, lr), w left as it was. A shard
+  /// steps this way so that the weights it handed out stay valid without a copy (its next
+  /// version goes into a recycled buffer). The default copies w into out and calls step(out,
+  /// g, lr); the built-in rules read w and write out in one pass.
+  /// REQUIRES: out.size() == w.size() == g.size() == size(); out does not overlap w or g.
+  virtual void step_into(span<const float> w, span<const float> g, float lr, span<float> out);
   /// Length of the slice this optimizer updates.
   virtual std::size_t size() const = 0;
   /// Updates applied so far (schedules read it).

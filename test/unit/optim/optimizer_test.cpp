@@ -156,6 +156,34 @@ TEST(Optimizer, StepRejectsMismatchedSizes) {
   EXPECT_THROW(opt->step(w, std::vector<float>{1, 2}, 0.1f), std::invalid_argument);
 }
 
+TEST(Optimizer, StepIntoWritesWhatStepWouldBitForBitAndLeavesWAsItWas) {
+  // 37 values: vector bodies and a scalar tail; weight decay on, so each rule reads w.
+  for (const char* kind : {"sgd", "momentum", "nesterov", "adagrad", "adam"}) {
+    SCOPED_TRACE(kind);
+    auto in_place = make(kind, 37, 0.01f);
+    auto into = make(kind, 37, 0.01f);
+    std::vector<float> w(37), g(37);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      w[i] = std::sin(0.7f * static_cast<float>(i)) * 3.f;
+      g[i] = std::cos(1.3f * static_cast<float>(i)) - 0.2f;
+    }
+    auto other = w;
+    for (int k = 0; k < 4; ++k) {
+      in_place->step(w, g, 0.05f);
+      const auto before = other;
+      std::vector<float> out(other.size(), -7.f);
+      into->step_into(other, g, 0.05f, out);
+      EXPECT_EQ(other, before);  // the weights handed in are not written
+      EXPECT_EQ(out, w);
+      other = out;
+    }
+    EXPECT_EQ(into->steps(), 4);
+    EXPECT_EQ(into->state().slots, in_place->state().slots);
+    std::vector<float> short_out(36);
+    EXPECT_THROW(into->step_into(other, g, 0.05f, short_out), std::invalid_argument);
+  }
+}
+
 TEST(Optimizer, ValidateNamesTheBadField) {
   auto msg = [](optim_spec s) {
     try {
@@ -236,6 +264,13 @@ TEST(optimizer_registry, a_registered_rule_is_made_by_name_and_keeps_its_state) 
     EXPECT_EQ(w, (std::vector<float>{0, 2, 1}));  // 1 -+ 0.5 * 2
     EXPECT_EQ(opt->steps(), 1);
     EXPECT_EQ(opt->state().slots.at(0), (std::vector<float>{1, -1, 0}));
+    // A rule with step() only steps out of place too (optimizer's default step_into).
+    const std::vector<float> before{0, 2, 1};
+    std::vector<float> out(3);
+    opt->step_into(before, std::vector<float>{-1, 0, 5}, s.lr, out);
+    EXPECT_EQ(out, (std::vector<float>{1, 2, 0}));
+    EXPECT_EQ(before, (std::vector<float>{0, 2, 1}));
+    EXPECT_EQ(opt->steps(), 2);
     auto again = make_optimizer(s, 3);
     again->restore(opt->state());
     EXPECT_EQ(again->state().slots, opt->state().slots);
