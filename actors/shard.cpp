@@ -183,7 +183,8 @@ void drop_replica(shard_state& st) {
 
 /// Answers a push once the replica has the update it applied (at once without a replica, or
 /// when nothing is in flight to it and the push changed nothing). Answers leave in order. The
-/// pass over the weight average comes after an answer that leaves at once: its requester waits.
+/// pass over the weight average comes after an answer that leaves at once (its requester waits),
+/// and is left to the next step when another request waits already.
 template <class Answer>
 caf::result<Answer> answer_after_replica(shard_ptr self, applied_update& upd,
                                          std::function<Answer()> make) {
@@ -191,7 +192,7 @@ caf::result<Answer> answer_after_replica(shard_ptr self, applied_update& upd,
   auto rp = self->make_response_promise<Answer>();
   if (!st.replica || (!upd.applied && st.waiting.empty())) {
     rp.deliver(make());
-    settle_average(st);
+    if (self->mailbox().empty()) settle_average(st);
     return rp;
   }
   st.waiting.push_back({st.version, [rp, make]() mutable { rp.deliver(make()); }});

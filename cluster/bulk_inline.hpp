@@ -4,6 +4,7 @@
 // in its cache, instead of waking another thread. Internal to actrain::cluster.
 #include <cstddef>
 #include <deque>
+#include <functional>
 
 #include <caf/actor_system.hpp>
 #include <caf/execution_unit.hpp>
@@ -25,10 +26,13 @@ namespace actrain::bulk {
 /// its own peer.
 class inline_unit : public caf::execution_unit {
  public:
-  static constexpr std::size_t max_inline = 8;
   static constexpr std::size_t max_jobs = 4;
 
-  explicit inline_unit(caf::actor_system& sys) : caf::execution_unit(&sys) {}
+  /// `max_inline`: messages per job and turn; `after_run`: called after each turn (the ps node
+  /// writes the answers it held back meanwhile).
+  explicit inline_unit(caf::actor_system& sys, std::size_t max_inline = 8,
+                       std::function<void()> after_run = {})
+      : caf::execution_unit(&sys), max_inline_(max_inline), after_run_(std::move(after_run)) {}
 
   void exec_later(caf::resumable* job) override {
     if (running_) {
@@ -52,7 +56,9 @@ class inline_unit : public caf::execution_unit {
  private:
   void run(caf::resumable* job) {
     ++ran_;
-    switch (job->resume(this, max_inline)) {
+    auto next = job->resume(this, max_inline_);
+    if (after_run_) after_run_();
+    switch (next) {
       case caf::resumable::resume_later:
         system().scheduler().enqueue(job);  // more in its mailbox: the scheduler goes on with it
         break;
@@ -64,6 +70,8 @@ class inline_unit : public caf::execution_unit {
     }
   }
 
+  std::size_t max_inline_;
+  std::function<void()> after_run_;
   bool running_ = false;
   std::size_t ran_ = 0;
   std::deque<caf::resumable*> later_;

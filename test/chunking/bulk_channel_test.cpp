@@ -233,5 +233,79 @@ TEST_F(bulk_channel_test, a_request_the_shard_holds_does_not_hold_the_next_one) 
   caf::anon_send_exit(holder, caf::exit_reason::kill);
 }
 
+/// Where a waiting shard ran each push_pull, and whether its first one is under way.
+struct turn_threads {
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool first_started = false;
+  std::map<std::int64_t, std::thread::id> ran_on;  ///< by the gradient's step
+};
+
+/// An echo shard whose push_pull of step 0 answers only once another request waits in its
+/// mailbox (bounded: 10 s), as a busy shard does when a second worker's push comes in.
+shard_actor::behavior_type waiting_shard(shard_actor::pointer self,
+                                         std::shared_ptr<turn_threads> seen) {
+  return {
+      [](pull_atom, const pull_request&) { return weights{}; },
+      [](push_atom, const gradient&) { return push_ack{}; },
+      [self, seen](push_pull_atom, const gradient& g) -> weights {
+        {
+          std::lock_guard<std::mutex> lk(seen->mtx);
+          seen->ran_on[g.step] = std::this_thread::get_id();
+          if (g.step == 0) seen->first_started = true;
+        }
+        seen->cv.notify_all();
+        auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (g.step == 0 && self->mailbox().empty() && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::yield();
+        auto v = g.values.to_vector();
+        for (auto& x : v) x *= 2.f;
+        return weights{3, g.step + 1, tensor(std::move(v))};
+      },
+      [](stats_atom) { return shard_stats{}; },
+      [](checkpoint_atom, std::int64_t) { return shard_checkpoint{}; },
+      [](restore_atom, const shard_checkpoint&) { return std::int64_t{0}; },
+      [](leave_atom, std::int32_t, bool) {},
+  };
+}
+
+// Two workers' connections to one shard: the answer that leaves while the other's request waits
+// at the shard is written after the turn, and the waiting request goes to a scheduler thread
+// (it runs beside that write, not after it on the same thread). Both answers arrive whole.
+TEST_F(bulk_channel_test, a_request_waiting_behind_an_answer_runs_beside_its_write) {
+  auto seen = std::make_shared<turn_threads>();
+  auto waiter = sys->spawn(waiting_shard, seen);
+  server->serve(6, waiter, slice);
+  auto first = bulk::spawn_proxy(*sys, at(), 6, slice, waiter, caf::actor{});
+  auto second = bulk::spawn_proxy(*sys, at(), 6, slice, waiter, caf::actor{});
+  ASSERT_TRUE(first) << describe_error(first.error());
+  ASSERT_TRUE(second) << describe_error(second.error());
+  (*self)->send(*first, push_pull_atom::value, grad(0, ramp(slice, 1.f)));
+  {
+    std::unique_lock<std::mutex> lk(seen->mtx);
+    ASSERT_TRUE(seen->cv.wait_for(lk, 10s, [&] { return seen->first_started; }));
+  }
+  (*self)->send(*second, push_pull_atom::value, grad(1, ramp(slice, 2.f)));
+  std::map<std::int64_t, bool> whole;
+  for (int i = 0; i < 2; ++i)
+    (*self)->receive(
+        [&](weights& w) {
+          auto step = w.version - 1;
+          auto pushed = ramp(slice, step == 0 ? 1.f : 2.f).to_vector();
+          for (auto& x : pushed) x *= 2.f;
+          whole[step] = same(w.values, tensor(std::move(pushed)));
+        },
+        [&](caf::error& e) { ADD_FAILURE() << describe_error(e); },
+        caf::after(10s) >> [&] { ADD_FAILURE() << "no answer within 10 s"; });
+  EXPECT_EQ(whole, (std::map<std::int64_t, bool>{{0, true}, {1, true}}));
+  std::lock_guard<std::mutex> lk(seen->mtx);
+  ASSERT_EQ(seen->ran_on.size(), 2u);
+  EXPECT_NE(seen->ran_on[0], seen->ran_on[1])
+      << "the waiting request ran after the answer on the same connection thread";
+  caf::anon_send_exit(*first, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(*second, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(waiter, caf::exit_reason::kill);
+}
+
 }  // namespace
 }  // namespace actrain
