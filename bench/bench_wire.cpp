@@ -474,7 +474,14 @@ std::string wire_report(int reps, const std::vector<row>& rows,
 
 }  // namespace
 
-double raw_tcp_push_pull_seconds(std::uint64_t bytes, int reps) {
+struct raw_tcp_peer::impl {
+  std::uint64_t bytes = 0;
+  pid_t pid = -1;
+  std::unique_ptr<raw_client> raw;  ///< says 'Q' when it goes
+};
+
+raw_tcp_peer::raw_tcp_peer(std::uint64_t bytes) : impl_(std::make_unique<impl>()) {
+  impl_->bytes = bytes;
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("raw tcp: pipe failed");
   auto pid = ::fork();
@@ -500,17 +507,30 @@ double raw_tcp_push_pull_seconds(std::uint64_t bytes, int reps) {
   if (::read(fds[0], &port, sizeof port) != sizeof port) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
+    ::close(fds[0]);
     throw std::runtime_error("raw tcp: the peer process did not start");
   }
   ::close(fds[0]);
-  std::vector<double> t;
-  {
-    raw_client raw(port, bytes);  // says 'Q' when it goes
-    auto push_pull = [&] { raw.op('X', bytes); };
-    push_pull();
-    for (int r = 0; r < reps; ++r) t.push_back(time_s(push_pull));
+  impl_->pid = pid;
+  try {
+    impl_->raw = std::make_unique<raw_client>(port, bytes);
+  } catch (...) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    throw;
   }
-  ::waitpid(pid, nullptr, 0);
+}
+
+raw_tcp_peer::~raw_tcp_peer() {
+  impl_->raw.reset();
+  ::waitpid(impl_->pid, nullptr, 0);
+}
+
+double raw_tcp_peer::push_pull_seconds(int reps) {
+  auto push_pull = [&] { impl_->raw->op('X', impl_->bytes); };
+  push_pull();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) t.push_back(time_s(push_pull));
   return median(t);
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,23 @@ namespace actrain {
 /// the exit code.
 int bench_wire(const std::vector<std::string>& args);
 
-/// Median seconds of one raw-TCP push_pull of `bytes` each way (the request's bytes out, as many
-/// back) between this process and a forked one on 127.0.0.1 (Boost.Asio, TCP_NODELAY), over
-/// `reps` repetitions after a warm-up. Forks: call it before this process starts any thread.
-double raw_tcp_push_pull_seconds(std::uint64_t bytes, int reps);
+/// A raw-TCP peer: a forked process on 127.0.0.1 (Boost.Asio, TCP_NODELAY) and this process's
+/// connection to it, kept open so that a bench can time its push_pulls right beside what it
+/// compares them with. Forks: make it before this process starts any thread.
+class raw_tcp_peer {
+ public:
+  explicit raw_tcp_peer(std::uint64_t bytes);
+  ~raw_tcp_peer();  ///< tells the peer to go and reaps it
+  raw_tcp_peer(const raw_tcp_peer&) = delete;
+  raw_tcp_peer& operator=(const raw_tcp_peer&) = delete;
+
+  /// Median seconds of one push_pull of `bytes` each way (the request's bytes out, as many back)
+  /// over `reps` repetitions after a warm-up.
+  double push_pull_seconds(int reps);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
 
 }  // namespace actrain
