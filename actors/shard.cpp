@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "actors/compression.hpp"
+#include "tensor/vector_clones.hpp"
 
 namespace actrain {
 
@@ -14,6 +15,12 @@ void record_staleness(shard_stats& s, std::int64_t staleness) {
   if (s.staleness_histogram.empty()) return;
   auto last = static_cast<std::int64_t>(s.staleness_histogram.size()) - 1;
   s.staleness_histogram[static_cast<std::size_t>(std::min(staleness, last))] += 1;
+}
+
+/// avg += take * (w - avg), element-wise: one pass of the weight average.
+ACTRAIN_AVX2_CLONES
+void blend(float* __restrict avg, const float* __restrict w, std::size_t n, float take) {
+  for (std::size_t i = 0; i < n; ++i) avg[i] += take * (w[i] - avg[i]);
 }
 
 weights current(shard_state& st) {
@@ -68,9 +75,7 @@ void fold_average(shard_state& st) {
   const double span = static_cast<double>(st.average_span);
   const auto keep = static_cast<float>(std::min(1.0 - 1.0 / span, (1.0 + k) / (10.0 + k)));
   const float take = 1.f - keep;
-  float* __restrict avg = st.average.data();
-  const float* __restrict w = st.values.data();
-  for (std::size_t i = 0; i < st.values.size(); ++i) avg[i] += take * (w[i] - avg[i]);
+  blend(st.average.data(), st.values.data(), st.values.size(), take);
 }
 
 caf::expected<push_ack> apply_push(shard_state& st, gradient& g, applied_update* out) {

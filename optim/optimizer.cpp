@@ -9,6 +9,7 @@
 #include <actrain/optim.hpp>
 
 #include "optim/kinds.hpp"
+#include "tensor/vector_clones.hpp"
 #include "tensor/named_registry.hpp"
 
 namespace actrain {
@@ -86,13 +87,19 @@ class rule : public slot_optimizer {
   }
 };
 
+/// SGD's pass, in both forms: the one every async step of the cluster benchmarks runs.
+ACTRAIN_AVX2_CLONES
+void sgd_pass(std::size_t n, const float* w, const float* __restrict g, float lr, float wd,
+              float* out) {
+  each(n, w, out, [=](std::size_t i, float wi) { return wi - lr * decayed(g[i], wi, wd); });
+}
+
 /// w -= lr * (g + wd * w).
 class sgd final : public rule<sgd> {
  public:
   sgd(std::size_t n, float wd) : rule(n, 0), wd_(wd) {}
   void update(const float* w, const float* __restrict g, float lr, float* out) const {
-    const float wd = wd_;
-    each(n_, w, out, [=](std::size_t i, float wi) { return wi - lr * decayed(g[i], wi, wd); });
+    sgd_pass(n_, w, g, lr, wd_, out);
   }
 
  private:

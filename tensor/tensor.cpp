@@ -6,6 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tensor/vector_clones.hpp"
+
 namespace actrain {
 
 bool try_shape_numel(const shape_t& s, std::int64_t& n) noexcept {
@@ -90,6 +92,7 @@ tensor tensor::reshape(shape_t s) const {
   return t;
 }
 
+ACTRAIN_AVX2_CLONES
 bool all_finite(span<const float> values) {
   // A float is NaN or infinite exactly when its exponent bits are all ones. OR-ing that test over
   // the bit patterns is a pure integer loop the compiler vectorizes (std::isfinite per element
