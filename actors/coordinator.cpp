@@ -17,25 +17,61 @@ void tell_fronts_leave(self_ptr self, std::size_t w, bool lost) {
     if (f) self->send(f, leave_atom::value, static_cast<std::int32_t>(w), lost);
 }
 
+namespace {
+
+/// Every worker was lost. When a ps node goes, the workers' failures (their requests to its
+/// shards) can come in before the shard's own down message, and the job would fail for its
+/// workers rather than for its shard: the shards are asked first (1 s each, all at once). A shard
+/// that is gone names the failure (as its down message does when it comes first); when all
+/// answer, the workers' loss does.
+void fail_without_workers(self_ptr self) {
+  auto& st = self->state;
+  st.asking_shards = true;
+  auto left = std::make_shared<std::size_t>(st.cfg.shards.size() + 1);
+  auto gone = std::make_shared<std::string>();
+  auto answered = [self, left, gone] {
+    auto& st = self->state;
+    if (--*left > 0 || st.finishing) return;
+    if (!gone->empty()) return fail_job(self, *gone);
+    for (auto w : st.revive) self->send(st.workers[w].handle, stop_atom::value);
+    st.revive.clear();
+    st.finishing = true;
+    st.train_seconds = st.elapsed();
+    st.result.error = describe_error(
+        make_error(errc::no_worker, "every worker was lost; the last: " + st.last_loss_reason));
+    finish(self);
+  };
+  for (std::size_t s = 0; s < st.cfg.shards.size(); ++s)
+    self->request(st.cfg.shards[s], std::chrono::seconds(1), stats_atom::value)
+        .then([answered](const shard_stats&) { answered(); },
+              [answered, gone, s](caf::error& e) {
+                if (gone->empty())
+                  *gone = e == caf::sec::request_receiver_down
+                              ? "shard " + std::to_string(s) + " went down"
+                              : "shard " + std::to_string(s) +
+                                    " did not answer once every worker was lost: " +
+                                    describe_error(e);
+                answered();
+              });
+  answered();
+}
+
+}  // namespace
+
 void maybe_done(self_ptr self) {
   auto& st = self->state;
-  if (st.finishing) return;
+  if (st.finishing || st.asking_shards) return;
   bool any_alive = false;
   for (auto& w : st.workers) {
     if (!w.alive) continue;
     any_alive = true;
     if (!w.finished) return;
   }
+  if (!any_alive) return fail_without_workers(self);
   for (auto w : st.revive) self->send(st.workers[w].handle, stop_atom::value);
   st.revive.clear();
   st.finishing = true;
   st.train_seconds = st.elapsed();
-  if (!any_alive) {
-    st.result.error = describe_error(
-        make_error(errc::no_worker, "every worker was lost; the last: " + st.last_loss_reason));
-    finish(self);
-    return;
-  }
   st.evaluating = false;  // a periodic evaluation in flight is superseded by the final one
   evaluate_now(self, true);
 }

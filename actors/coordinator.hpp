@@ -90,6 +90,7 @@ struct coordinator_state {
   std::int64_t eval_steps = 0;
   std::int64_t last_eval_step = 0;  ///< sync: the furthest evaluation point asked for so far
   bool finishing = false;
+  bool asking_shards = false;  ///< every worker was lost: the shards are asked whether they live
   bool stopping = false;         ///< asked to stop (a signal): the last checkpoint is being taken
   std::string last_loss_reason;  ///< why the last lost worker went down
   bool stopping_early = false;
