@@ -41,10 +41,21 @@ class connection : public std::enable_shared_from_this<connection> {
     proxy_ = std::move(proxy);
     // The reader holds the connection: an answer it delivers can drop the last reference to
     // the proxy (and so to this connection) on this very thread.
-    reader_ = std::thread([self = shared_from_this()] {
-      name_this_thread("actrain.bulk-rd");  // on a worker node it runs the worker too
-      self->read_loop();
-    });
+    // Counted as a detached thread: the actor system waits for those before it tears its
+    // scheduler down, and an actor this thread runs (a worker) may end in its last delivery,
+    // after the system saw its last actor go, still in a cleanup that reads the scheduler.
+    sys_.inc_detached_threads();
+    try {
+      reader_ = std::thread([self = shared_from_this(), sys = &sys_]() mutable {
+        name_this_thread("actrain.bulk-rd");  // on a worker node it runs the worker too
+        self->read_loop();
+        self.reset();  // the last reference may end the connection here
+        sys->dec_detached_threads();
+      });
+    } catch (...) {
+      sys_.dec_detached_threads();
+      throw;
+    }
     out_.start();
   }
 
