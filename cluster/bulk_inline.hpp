@@ -28,11 +28,15 @@ class inline_unit : public caf::execution_unit {
  public:
   static constexpr std::size_t max_jobs = 4;
 
-  /// `max_inline`: messages per job and turn; `after_run`: called after each turn (the ps node
-  /// writes the answers it held back meanwhile).
+  /// `max_inline`: messages per job and turn; `before_run` and `after_run`: called around each
+  /// turn (the ps node holds answers back during it and writes them after it).
   explicit inline_unit(caf::actor_system& sys, std::size_t max_inline = 8,
+                       std::function<void()> before_run = {},
                        std::function<void()> after_run = {})
-      : caf::execution_unit(&sys), max_inline_(max_inline), after_run_(std::move(after_run)) {}
+      : caf::execution_unit(&sys),
+        max_inline_(max_inline),
+        before_run_(std::move(before_run)),
+        after_run_(std::move(after_run)) {}
 
   void exec_later(caf::resumable* job) override {
     if (running_) {
@@ -56,6 +60,7 @@ class inline_unit : public caf::execution_unit {
  private:
   void run(caf::resumable* job) {
     ++ran_;
+    if (before_run_) before_run_();
     auto next = job->resume(this, max_inline_);
     if (after_run_) after_run_();
     switch (next) {
@@ -71,6 +76,7 @@ class inline_unit : public caf::execution_unit {
   }
 
   std::size_t max_inline_;
+  std::function<void()> before_run_;
   std::function<void()> after_run_;
   bool running_ = false;
   std::size_t ran_ = 0;

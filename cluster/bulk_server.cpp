@@ -138,10 +138,11 @@ struct held_answer {
   caf::message msg;
 };
 
-/// Set on a connection thread: answers its shard turns give while another request waits at the
-/// same shard. Writing a 0.8 MB answer takes about as long as the shard's step; held until the
-/// turn ends, the write runs beside the next request's step (on a scheduler thread) instead of
-/// before it.
+/// Set on a connection thread during a turn of the actors it runs, and only then (an answer given
+/// outside a turn, such as a request to an ended shard bounced at once, has no turn end to be
+/// written at): the answers given while another request waits at the same shard. Writing a
+/// 0.8 MB answer takes about as long as the shard's step; held until the turn ends, the write
+/// runs beside the next request's step (on a scheduler thread) instead of before it.
 thread_local std::vector<held_answer>* held_answers = nullptr;
 
 /// Whether another message waits at `shard` (read on the thread that runs its turn).
@@ -372,8 +373,9 @@ struct server::impl {
     // One message per turn: a request that waits behind this one goes to a scheduler thread
     // while this thread writes the answer it held back (held_answers).
     std::vector<held_answer> held;
-    held_answers = &held;
-    inline_unit unit{sys, 1, [&held] {
+    inline_unit unit{sys, 1, [&held] { held_answers = &held; },
+                     [&held] {
+                       held_answers = nullptr;
                        for (auto& a : held) a.l->answer(a.r, a.msg);
                        held.clear();
                      }};
@@ -420,7 +422,6 @@ struct server::impl {
       by_peer = false;
       break;
     }
-    held_answers = nullptr;
     l->end();
     // Who monitored the sink (none of actrain's shards do) learns that the requester is gone.
     static_cast<answer_sink*>(caf::actor_cast<caf::abstract_actor*>(sink))

@@ -112,6 +112,24 @@ TEST_F(bulk_channel_test, a_shard_that_goes_down_is_answered_for_as_its_own_hand
   EXPECT_EQ(why, caf::exit_reason::normal);
 }
 
+// The same seen from the ps node alone: the proxy's remote handle stays up, so only the ps node's
+// bounce of the request (given at once, outside any turn of the shard) answers it.
+TEST_F(bulk_channel_test, a_request_to_an_ended_shard_is_answered_by_the_ps_node_at_once) {
+  auto stand_in = sys->spawn(echo_shard, slice, std::make_shared<seen_by_shard>());
+  auto made = bulk::spawn_proxy(*sys, at(), 3, slice, stand_in, caf::actor{});
+  ASSERT_TRUE(made) << describe_error(made.error());
+  auto p = *made;
+  ASSERT_TRUE(ask<weights>(p, pull_atom::value, pull_request{1, 0}));
+  caf::anon_send_exit(shard, caf::exit_reason::kill);
+  (*self)->wait_for(shard);
+  auto r = ask<weights>(p, push_pull_atom::value, grad(0, ramp(slice, 1.f)));
+  ASSERT_FALSE(r);
+  EXPECT_NE(describe_error(r.error()).find("caf.request_receiver_down"), std::string::npos)
+      << describe_error(r.error());
+  caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(stand_in, caf::exit_reason::kill);
+}
+
 TEST_F(bulk_channel_test, a_stopped_server_closes_the_channel_and_the_proxy_says_so) {
   auto p = proxy();
   ASSERT_TRUE(p);
