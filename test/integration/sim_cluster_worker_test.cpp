@@ -99,7 +99,10 @@ TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_th
   EXPECT_LT((train_mse(c, res) - best) / best, 0.05);
   // The lost worker's rows went to one of the others, which takes more global steps than the
   // 417 of 3 workers: the evaluation points go on to the end, 104 steps apart, then the final
-  // evaluation.
+  // evaluation. A point due in the job's last few steps may still be in flight when the last
+  // step comes; the final evaluation supersedes it (maybe_done), so the last point kept is at
+  // most two intervals from the end (one run in about 120 under load ended at step 628 with its
+  // point 624 superseded).
   ASSERT_FALSE(res.shards.empty());
   auto steps = res.shards[0].version;
   std::cerr << "global steps " << steps << ", evaluation points " << res.history.size() << "\n";
@@ -107,7 +110,7 @@ TEST_F(sim_cluster_test, cutting_a_worker_nodes_links_mid_run_still_completes_th
   ASSERT_GE(res.history.size(), 2u);
   for (std::size_t i = 0; i + 1 < res.history.size(); ++i)
     EXPECT_EQ(res.history[i].step, static_cast<std::int64_t>(104 * (i + 1))) << "point " << i;
-  EXPECT_GT(res.history[res.history.size() - 2].step, steps - 104);
+  EXPECT_GT(res.history[res.history.size() - 2].step, steps - 2 * 104);
 }
 
 // A worker node's link goes silent (bytes swallowed, sockets left open): nothing is closed, so
