@@ -19,6 +19,16 @@ void tell_fronts_leave(self_ptr self, std::size_t w, bool lost) {
 
 namespace {
 
+/// The job's training is over: workers waiting to be revived are told to stop, and its time is
+/// taken.
+void start_finishing(self_ptr self) {
+  auto& st = self->state;
+  for (auto w : st.revive) self->send(st.workers[w].handle, stop_atom::value);
+  st.revive.clear();
+  st.finishing = true;
+  st.train_seconds = st.elapsed();
+}
+
 /// Every worker was lost. When a ps node goes, the workers' failures (their requests to its
 /// shards) can come in before the shard's own down message, and the job would fail for its
 /// workers rather than for its shard: the shards are asked first (1 s each, all at once). A shard
@@ -27,16 +37,14 @@ namespace {
 void fail_without_workers(self_ptr self) {
   auto& st = self->state;
   st.asking_shards = true;
+  // One count per shard, and one for the call after the requests (a job without shards).
   auto left = std::make_shared<std::size_t>(st.cfg.shards.size() + 1);
   auto gone = std::make_shared<std::string>();
   auto answered = [self, left, gone] {
     auto& st = self->state;
     if (--*left > 0 || st.finishing) return;
     if (!gone->empty()) return fail_job(self, *gone);
-    for (auto w : st.revive) self->send(st.workers[w].handle, stop_atom::value);
-    st.revive.clear();
-    st.finishing = true;
-    st.train_seconds = st.elapsed();
+    start_finishing(self);
     st.result.error = describe_error(
         make_error(errc::no_worker, "every worker was lost; the last: " + st.last_loss_reason));
     finish(self);
@@ -68,10 +76,7 @@ void maybe_done(self_ptr self) {
     if (!w.finished) return;
   }
   if (!any_alive) return fail_without_workers(self);
-  for (auto w : st.revive) self->send(st.workers[w].handle, stop_atom::value);
-  st.revive.clear();
-  st.finishing = true;
-  st.train_seconds = st.elapsed();
+  start_finishing(self);
   st.evaluating = false;  // a periodic evaluation in flight is superseded by the final one
   evaluate_now(self, true);
 }

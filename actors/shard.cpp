@@ -238,9 +238,10 @@ replicated_shard_actor::behavior_type shard(shard_ptr self, shard_config cfg) {
         st.stats.pulls += 1;
         // The coordinator (evaluations, the job's result) reads the average; workers train on
         // the live weights.
-        settle_average(st);
-        if (r.worker == -1 && st.average_span > 0 && st.average.size() == st.values.size())
+        if (r.worker == -1 && st.average_span > 0 && st.average.size() == st.values.size()) {
+          settle_average(st);
           return {st.index, st.version, tensor(std::vector<float>(st.average))};
+        }
         return current(st);
       },
       [self](push_atom, gradient& g) -> caf::result<push_ack> {

@@ -127,10 +127,6 @@ struct link : std::enable_shared_from_this<link> {
   void answer(const request& r, caf::message& msg);
 };
 
-/// Receives the shards' answers for one connection and writes them to its socket in the
-/// answering thread: a custom actor whose enqueue() is the whole of its work, as CAF's own
-/// decorators are (caf/decorator/sequencer.hpp). Only responses are expected; anything else is
-/// dropped.
 /// An answer a connection thread holds back until its shard's turn ends (held_answers).
 struct held_answer {
   std::shared_ptr<link> l;
@@ -151,6 +147,10 @@ bool others_wait(const caf::actor_addr& shard) {
   return a && !a->mailbox().empty();
 }
 
+/// Receives the shards' answers for one connection and writes them to its socket in the
+/// answering thread: a custom actor whose enqueue() is the whole of its work, as CAF's own
+/// decorators are (caf/decorator/sequencer.hpp). Only responses are expected; anything else is
+/// dropped.
 class answer_sink : public caf::monitorable_actor {
  public:
   answer_sink(caf::actor_config& cfg, std::shared_ptr<link> l)

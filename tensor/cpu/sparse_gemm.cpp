@@ -11,18 +11,16 @@
 #include <atomic>
 #include <cstring>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#include "tensor/vector_clones.hpp"
+
+#if ACTRAIN_GCC_X86
 #include <immintrin.h>
 #endif
 
 namespace actrain::cpu {
 namespace {
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define ACTRAIN_CLONES __attribute__((target_clones("avx512f", "default")))
-#else
-#define ACTRAIN_CLONES
-#endif
+#define ACTRAIN_CLONES ACTRAIN_TARGET_CLONES("avx512f", "default")
 
 // Only inlined helpers take or return the vector type: no call passes one (GCC's note on
 // the AVX-512 calling convention does not apply).
@@ -175,7 +173,7 @@ std::size_t list_groups(int rows, int inner, sparse_scratch& s, At at) {
   return total;
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if ACTRAIN_GCC_X86
 /// list_groups with AVX-512, sixteen entries at a time: each row of the group is loaded (A
 /// row-major: C's row i is A's row i) or gathered (A stored k x m: C's row i is A's column i),
 /// and the entries that any of the group's rows holds nonzero are compressed to the front of a
@@ -285,7 +283,7 @@ void set_sparse_path(bool on) { enabled.store(on, std::memory_order_relaxed); }
 bool sparse_path() { return enabled.load(std::memory_order_relaxed) && sparse_path_available(); }
 
 bool sparse_path_available() {
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if ACTRAIN_GCC_X86
   static const bool has = __builtin_cpu_supports("avx512f");
   return has;
 #else
@@ -309,7 +307,7 @@ bool sparse_gemm(int m, int n, int k, float alpha, const float* a, const float* 
   if (m <= 0 || k <= 0 || !worth_trying(m, n, k, a)) return false;
   const auto ld = static_cast<std::size_t>(trans ? m : k);
   std::size_t listed = 0;
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if ACTRAIN_GCC_X86
   if (vector_lists())
     listed = list_avx512<trans>(m, k, s, a);
   else
